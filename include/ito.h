@@ -1,0 +1,376 @@
+/*
+ * ito — user-level threads for Linux multicore machines.
+ *
+ * This header is the whole public API. Threads cost about a function call to
+ * create, switch and synchronize; they run in parallel on virtual processors
+ * (vprocs), one per CPU the process may use, each carried by a kernel thread
+ * (an activation). Blocking operations park the calling ito thread and let
+ * its vproc run another one; they never block the vproc.
+ *
+ * Conventions
+ *   - Actions return 0 or an errno value (like pthreads); they never set errno.
+ *   - Every function says whether it MAY SWITCH (the calling ito thread may be
+ *     parked and resumed later, possibly on another vproc and kernel thread),
+ *     whether a FOREIGN kernel thread (one that ito did not create, e.g. a
+ *     pthread) may call it, and whether it is ASYNC-SIGNAL-SAFE. Unless said
+ *     otherwise: foreign threads may call it, and it is not signal-safe.
+ *   - The first call into ito initializes it with defaults and environment
+ *     variables (see ito_init). The kernel thread that initializes ito becomes
+ *     an ito thread itself when it is the process's main thread, so main can
+ *     spawn and join with no wrapper.
+ *
+ * Thread-local storage and errno
+ *   errno belongs to the ito thread: it is saved and restored across every
+ *   switch and migration. A C `__thread` / `thread_local` variable, however,
+ *   belongs to the kernel thread that happens to run the ito thread: after a
+ *   call that may switch, the same ito thread may see another kernel thread's
+ *   copy. Use keys (ito_key_create) or ito_set_data for per-thread data.
+ *   Likewise, do not hold a C-library lock (flockfile, a FILE being written)
+ *   across a call that may switch: those locks record the kernel thread.
+ */
+#ifndef ITO_H
+#define ITO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define ITO_API __attribute__((visibility("default")))
+#else
+#define ITO_API
+#endif
+
+#if defined(__cplusplus)
+#define ITO_NORETURN [[noreturn]]
+#else
+#define ITO_NORETURN _Noreturn
+#endif
+
+#define ITO_VERSION_MAJOR 0
+#define ITO_VERSION_MINOR 1
+#define ITO_VERSION_PATCH 0
+
+/* ------------------------------------------------------------------------ */
+/* Initialization                                                            */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Runtime configuration. Start from ITO_CONFIG_INIT; a field left at its
+ * "default" value takes the environment variable named beside it, or else the
+ * built-in default.
+ */
+typedef struct ito_config {
+    int vprocs;            /* 0: ITO_VPROCS, else the CPUs this process may use
+                              (affinity mask, cgroup CPU quota). */
+    size_t stack_size;     /* 0: ITO_STACK_SIZE, else ITO_STACK_DEFAULT. */
+    const char *policy;    /* NULL: ITO_POLICY, else "ws". Built in: "ws", "fifo". */
+    int idle_spin_us;      /* -1: ITO_IDLE_SPIN_US, else 50. How long an idle vproc
+                              looks for work before it sleeps (0: sleep at once). */
+    int pin;               /* -1: ITO_PIN, else 1. Pin each activation to one CPU. */
+} ito_config_t;
+
+#define ITO_CONFIG_INIT { 0, 0, NULL, -1, -1 }
+
+/*
+ * Initialize ito explicitly. Optional: the first ito call initializes it with
+ * ITO_CONFIG_INIT. cfg may be NULL. The calling kernel thread becomes an ito
+ * thread (running on vproc 0) and must not exit while ito is in use (returning
+ * from main, which ends the process, is fine).
+ * Returns 0; EBUSY if ito was already initialized (0 if cfg is NULL); EINVAL
+ * for a bad field or an unknown policy; EAGAIN/ENOMEM if resources are lacking.
+ * Not signal-safe; call it before creating ito threads.
+ */
+ITO_API int ito_init(const ito_config_t *cfg);
+
+/* Number of vprocs; initializes ito if needed. */
+ITO_API int ito_vproc_count(void);
+
+/* Index of the vproc running the caller, or -1 for a foreign kernel thread. */
+ITO_API int ito_vproc_self(void);
+
+/* Name of the scheduling policy in use (initializes ito if needed). */
+ITO_API const char *ito_policy_name(void);
+
+/* CLOCK_MONOTONIC in nanoseconds. Async-signal-safe. */
+ITO_API uint64_t ito_now_ns(void);
+
+/* ------------------------------------------------------------------------ */
+/* Threads                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * A thread handle. Handles are checked: using the handle of a thread that has
+ * been joined (or has exited while detached), or a forged one, gives ESRCH.
+ * The zero handle ITO_THREAD_NULL never names a thread.
+ */
+typedef struct ito_thread { uint64_t id; } ito_thread_t;
+
+#define ITO_THREAD_NULL ((ito_thread_t){ 0 })
+
+static inline bool ito_thread_equal(ito_thread_t a, ito_thread_t b) { return a.id == b.id; }
+
+/* Priorities: 0 (least urgent) .. ITO_PRIO_MAX (most urgent). Larger runs first
+ * under policies that honour priorities ("ws" and "fifo" record them only). */
+#define ITO_PRIO_MAX 31
+#define ITO_PRIO_DEFAULT 15
+
+#define ITO_STACK_MIN (16u * 1024)               /* smallest stack accepted */
+#define ITO_STACK_MAX ((size_t)1 << 30)          /* largest stack accepted (1 GiB) */
+#define ITO_STACK_DEFAULT ((size_t)256 * 1024)   /* 256 KiB, address space only:
+                                                    pages are touched on demand */
+#define ITO_NAME_MAX 32                          /* bytes, including the NUL */
+
+/* Thread attributes. The fields are private: use the functions below. */
+typedef struct ito_attr {
+    uint32_t magic_;
+    uint32_t flags_;
+    size_t stack_size_;
+    int priority_;
+    int vproc_;
+    char name_[ITO_NAME_MAX];
+} ito_attr_t;
+
+/* Set defaults: runtime's stack size, ITO_PRIO_DEFAULT, joinable, no name,
+ * no preferred vproc. Returns 0, or EINVAL if attr is NULL. */
+ITO_API int ito_attr_init(ito_attr_t *attr);
+/* Stack size in bytes, rounded up to whole pages: EINVAL outside
+ * [ITO_STACK_MIN, ITO_STACK_MAX]. */
+ITO_API int ito_attr_set_stack_size(ito_attr_t *attr, size_t bytes);
+ITO_API int ito_attr_get_stack_size(const ito_attr_t *attr, size_t *bytes);
+/* EINVAL outside [0, ITO_PRIO_MAX]. */
+ITO_API int ito_attr_set_priority(ito_attr_t *attr, int prio);
+ITO_API int ito_attr_get_priority(const ito_attr_t *attr, int *prio);
+/* A detached thread frees itself when it exits and cannot be joined. */
+ITO_API int ito_attr_set_detached(ito_attr_t *attr, bool detached);
+ITO_API int ito_attr_get_detached(const ito_attr_t *attr, bool *detached);
+/* A name for debugging (copied). ERANGE if it needs more than ITO_NAME_MAX bytes. */
+ITO_API int ito_attr_set_name(ito_attr_t *attr, const char *name);
+ITO_API int ito_attr_get_name(const ito_attr_t *attr, char *buf, size_t len);
+/* Preferred vproc, or -1 for none. The thread starts there and goes back there
+ * whenever it is woken; the policy may still run it elsewhere when its vproc is
+ * busy and another is idle. EINVAL if < -1; at spawn, EINVAL if >= ito_vproc_count(). */
+ITO_API int ito_attr_set_vproc(ito_attr_t *attr, int vproc);
+ITO_API int ito_attr_get_vproc(const ito_attr_t *attr, int *vproc);
+
+/*
+ * Create a thread running fn(arg). attr may be NULL. The new thread owns no
+ * stack until it first runs, so spawning is cheap. *t receives the handle; t
+ * may be NULL only for a detached thread.
+ * Returns 0; EINVAL for a bad argument or attribute (an uninitialized attr
+ * included); EAGAIN if resources are lacking. Does not switch.
+ */
+ITO_API int ito_spawn(ito_thread_t *t, const ito_attr_t *attr, void *(*fn)(void *), void *arg);
+
+/*
+ * Wait for t to exit and free it; *result (if result is not NULL) receives its
+ * return value or ito_exit argument. MAY SWITCH (a foreign kernel thread blocks
+ * in the kernel instead). Returns 0; ESRCH for a stale or forged handle;
+ * EDEADLK for t == ito_self(); EINVAL if t is detached, a future, or already
+ * being joined.
+ */
+ITO_API int ito_join(ito_thread_t t, void **result);
+
+/* Let t free itself when it exits. Returns 0; ESRCH; EINVAL if t is already
+ * detached, a future, or being joined. */
+ITO_API int ito_detach(ito_thread_t t);
+
+/* End the calling ito thread with a result. Thread-specific data destructors
+ * run first. C++ frames are not unwound. In main, the process goes on until
+ * every other ito thread has exited, then exits with status 0. Aborts with a
+ * message when called from a foreign kernel thread. */
+ITO_API ITO_NORETURN void ito_exit(void *result);
+
+/* Let other ready threads run. MAY SWITCH. From a foreign thread: sched_yield(). */
+ITO_API void ito_yield(void);
+
+/* The calling thread, or ITO_THREAD_NULL from a foreign kernel thread. */
+ITO_API ito_thread_t ito_self(void);
+
+/*
+ * Stop t until ito_resume(t). Suspending oneself switches away and returns 0
+ * after the resume. For another thread: when ito_suspend returns, t is not
+ * running user code; if it was running on another vproc, ito_suspend waits
+ * until t reaches a switch point (a call that may switch). A thread blocked in
+ * a wait stays blocked; when the wait ends it stops instead of running.
+ * Suspensions do not nest: one ito_resume undoes any number of ito_suspend.
+ * MAY SWITCH. Returns 0; ESRCH for a stale handle or an exited thread.
+ */
+ITO_API int ito_suspend(ito_thread_t t);
+
+/* Let a suspended thread run again. Returns 0 (also if t is not suspended);
+ * ESRCH. Does not switch. */
+ITO_API int ito_resume(ito_thread_t t);
+
+/*
+ * Restart a suspended thread with a new entry: its current computation is
+ * discarded (what it held stays held; its stack frames are dropped without
+ * unwinding) and, once resumed, it runs fn(arg) from the start. This is
+ * Scheme's thread-set-continuation!. Returns 0; ESRCH; EINVAL if t is not
+ * suspended or is the caller, or fn is NULL; EBUSY if t has been asked to
+ * suspend but has not stopped yet (still running, or still blocked in a wait).
+ */
+ITO_API int ito_set_entry(ito_thread_t t, void *(*fn)(void *), void *arg);
+
+/* Priority of t in [0, ITO_PRIO_MAX]. EINVAL out of range; ESRCH. */
+ITO_API int ito_set_priority(ito_thread_t t, int prio);
+ITO_API int ito_get_priority(ito_thread_t t, int *prio);
+
+/* One word of thread data (Scheme's thread-data / thread-set-data!). ESRCH for
+ * a stale handle; ito_get_data returns NULL then. */
+ITO_API int ito_set_data(ito_thread_t t, void *data);
+ITO_API void *ito_get_data(ito_thread_t t);
+
+/* Debugging name of t. ERANGE if it does not fit (ITO_NAME_MAX or len). */
+ITO_API int ito_set_name(ito_thread_t t, const char *name);
+ITO_API int ito_get_name(ito_thread_t t, char *buf, size_t len);
+
+/* ------------------------------------------------------------------------ */
+/* Thread-specific data keys                                                 */
+/* ------------------------------------------------------------------------ */
+
+typedef uint32_t ito_key_t;
+
+#define ITO_KEYS_MAX 1024
+#define ITO_DESTRUCTOR_ITERATIONS 4
+
+/* Create a key; dtor (may be NULL) runs at thread exit on each non-NULL value,
+ * up to ITO_DESTRUCTOR_ITERATIONS rounds. EAGAIN when ITO_KEYS_MAX keys exist. */
+ITO_API int ito_key_create(ito_key_t *key, void (*dtor)(void *));
+/* Delete a key (no destructor runs). EINVAL for an unknown key. */
+ITO_API int ito_key_delete(ito_key_t key);
+/* EINVAL for an unknown key; ENOMEM; EPERM from a foreign kernel thread. */
+ITO_API int ito_setspecific(ito_key_t key, const void *value);
+/* NULL for an unknown key, an unset value or a foreign kernel thread. */
+ITO_API void *ito_getspecific(ito_key_t key);
+
+/* ------------------------------------------------------------------------ */
+/* Synchronization. All of it parks the calling ito thread, never its vproc;  */
+/* foreign kernel threads may use it too (they block in the kernel). Objects  */
+/* are plain memory: an all-zero object equals its _INIT value.               */
+/* Absolute times are CLOCK_MONOTONIC.                                        */
+/* ------------------------------------------------------------------------ */
+
+/* Mutex: error-checking (EDEADLK on relock by the owner, EPERM on unlock by a
+ * non-owner). Not recursive. */
+typedef struct ito_mutex { uintptr_t opaque_[4]; } ito_mutex_t;
+#define ITO_MUTEX_INIT { { 0, 0, 0, 0 } }
+
+ITO_API int ito_mutex_init(ito_mutex_t *m);
+/* EBUSY if locked or waited on. Later use of a destroyed mutex gives EINVAL
+ * until it is initialized again. */
+ITO_API int ito_mutex_destroy(ito_mutex_t *m);
+ITO_API int ito_mutex_lock(ito_mutex_t *m);             /* MAY SWITCH; EDEADLK, EINVAL */
+ITO_API int ito_mutex_trylock(ito_mutex_t *m);          /* EBUSY if held (by anyone) */
+ITO_API int ito_mutex_timedlock(ito_mutex_t *m, const struct timespec *abstime); /* MAY SWITCH; ETIMEDOUT */
+ITO_API int ito_mutex_unlock(ito_mutex_t *m);           /* EPERM if not the owner */
+
+/* Condition variable. */
+typedef struct ito_cond { uintptr_t opaque_[4]; } ito_cond_t;
+#define ITO_COND_INIT { { 0, 0, 0, 0 } }
+
+ITO_API int ito_cond_init(ito_cond_t *c);
+ITO_API int ito_cond_destroy(ito_cond_t *c);            /* EBUSY if waited on */
+/* MAY SWITCH. EPERM if m is not held by the caller. Spurious wake-ups are
+ * possible, as with pthreads: wait in a loop. */
+ITO_API int ito_cond_wait(ito_cond_t *c, ito_mutex_t *m);
+ITO_API int ito_cond_timedwait(ito_cond_t *c, ito_mutex_t *m, const struct timespec *abstime);
+ITO_API int ito_cond_signal(ito_cond_t *c);
+ITO_API int ito_cond_broadcast(ito_cond_t *c);
+
+/* Reader-writer lock; writers are preferred (a waiting writer stops new readers). */
+typedef struct ito_rwlock { uintptr_t opaque_[8]; } ito_rwlock_t;
+#define ITO_RWLOCK_INIT { { 0, 0, 0, 0, 0, 0, 0, 0 } }
+
+ITO_API int ito_rwlock_init(ito_rwlock_t *l);
+ITO_API int ito_rwlock_destroy(ito_rwlock_t *l);        /* EBUSY if held or waited on */
+ITO_API int ito_rwlock_rdlock(ito_rwlock_t *l);         /* MAY SWITCH; EAGAIN at 2^31-1 readers */
+ITO_API int ito_rwlock_tryrdlock(ito_rwlock_t *l);      /* EBUSY */
+ITO_API int ito_rwlock_wrlock(ito_rwlock_t *l);         /* MAY SWITCH; EDEADLK if the caller writes */
+ITO_API int ito_rwlock_trywrlock(ito_rwlock_t *l);      /* EBUSY */
+ITO_API int ito_rwlock_unlock(ito_rwlock_t *l);         /* EPERM if not held */
+
+/* Barrier for `count` threads. */
+typedef struct ito_barrier { uintptr_t opaque_[8]; } ito_barrier_t;
+#define ITO_BARRIER_SERIAL (-1)
+
+ITO_API int ito_barrier_init(ito_barrier_t *b, unsigned count);   /* EINVAL if count == 0 */
+ITO_API int ito_barrier_destroy(ito_barrier_t *b);                /* EBUSY if waited on */
+/* MAY SWITCH. Returns ITO_BARRIER_SERIAL in exactly one of the threads of each
+ * round, 0 in the others, or an errno value (EINVAL). */
+ITO_API int ito_barrier_wait(ito_barrier_t *b);
+
+/* Counting semaphore. */
+typedef struct ito_sem { uintptr_t opaque_[4]; } ito_sem_t;
+#define ITO_SEM_VALUE_MAX 0x7fffffffu
+
+ITO_API int ito_sem_init(ito_sem_t *s, unsigned value);           /* EINVAL > ITO_SEM_VALUE_MAX */
+ITO_API int ito_sem_destroy(ito_sem_t *s);                        /* EBUSY if waited on */
+ITO_API int ito_sem_wait(ito_sem_t *s);                           /* MAY SWITCH */
+ITO_API int ito_sem_trywait(ito_sem_t *s);                        /* EAGAIN if zero */
+ITO_API int ito_sem_timedwait(ito_sem_t *s, const struct timespec *abstime); /* ETIMEDOUT */
+ITO_API int ito_sem_post(ito_sem_t *s);                           /* EOVERFLOW */
+ITO_API int ito_sem_get_value(ito_sem_t *s, unsigned *value);
+
+/* One-time initialization. */
+typedef struct ito_once { uintptr_t opaque_[4]; } ito_once_t;
+#define ITO_ONCE_INIT { { 0, 0, 0, 0 } }
+
+/* Run fn exactly once across all callers; the others wait for it to finish.
+ * MAY SWITCH. EINVAL for NULL arguments; EDEADLK if fn calls ito_once on the
+ * same object. */
+ITO_API int ito_once(ito_once_t *once, void (*fn)(void));
+
+/* Sleep for at least ns nanoseconds. MAY SWITCH (nanosleep for a foreign
+ * kernel thread). Returns 0. */
+ITO_API int ito_sleep_ns(uint64_t ns);
+
+/* ------------------------------------------------------------------------ */
+/* Futures (seed 003, appendix A)                                            */
+/* ------------------------------------------------------------------------ */
+
+/* A future is a thread whose result any number of threads can touch. Its
+ * handle is checked like a thread handle. */
+typedef struct ito_future { uint64_t id; } ito_future_t;
+
+/* Start computing fn(arg) in a new thread (attr as for ito_spawn; its detached
+ * flag is ignored). Returns 0, EINVAL, EAGAIN. Does not switch. */
+ITO_API int ito_future_spawn(ito_future_t *f, const ito_attr_t *attr, void *(*fn)(void *), void *arg);
+/* Wait until the value is computed and store it in *value (may be NULL).
+ * MAY SWITCH. Returns 0; ESRCH for a destroyed or forged future; EDEADLK when
+ * the future's own thread touches it. */
+ITO_API int ito_future_touch(ito_future_t f, void **value);
+/* True once the value is computed (false for a stale handle). Does not switch. */
+ITO_API bool ito_future_ready(ito_future_t f);
+/* Release the future: its memory is freed once the computation ends (it is not
+ * cancelled). Touches already waiting still get the value; later ones get
+ * ESRCH. Returns 0 or ESRCH. */
+ITO_API int ito_future_destroy(ito_future_t f);
+
+/* ------------------------------------------------------------------------ */
+/* Statistics                                                                */
+/* ------------------------------------------------------------------------ */
+
+/* Counters summed over all vprocs since initialization (approximate while
+ * threads run). */
+typedef struct ito_stats {
+    uint64_t spawns;        /* threads created */
+    uint64_t switches;      /* context switches between threads */
+    uint64_t decisions;     /* scheduling decisions (policy picks that found a thread) */
+    uint64_t steals;        /* threads taken from another vproc */
+    uint64_t idle_sleeps;   /* times a vproc went to sleep for lack of work */
+    uint64_t wakeups;       /* times a sleeping vproc was woken */
+} ito_stats_t;
+
+ITO_API int ito_stats_get(ito_stats_t *stats);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ITO_H */

@@ -1,0 +1,122 @@
+/*
+ * ito/policy.h — scheduling policies as a table of operations.
+ *
+ * Every scheduling decision of ito goes through one policy: where a thread
+ * that became ready waits (enqueue), which ready thread a vproc runs next
+ * (pick), and which thread an idle vproc takes from another (steal). The
+ * built-in policies "ws" (work stealing, the default) and "fifo" (one shared
+ * FIFO queue) are written against this same table. Register a policy before
+ * ito initializes, then select it by name with ITO_POLICY or ito_config_t.
+ *
+ * What the core guarantees to a policy
+ *   - enqueue and pick run on the vproc whose state they get (vp->local), one
+ *     at a time: the core routes a thread made ready on another vproc, or by a
+ *     foreign kernel thread, to the right vproc first. Only steal runs
+ *     concurrently with the victims' enqueue and pick, so per-vproc structures
+ *     need synchronization only between steal and the owner.
+ *   - A node is handed to enqueue only while its thread is ready, and a node is
+ *     in at most one policy structure at a time. The core never touches the
+ *     node's fields while the policy holds it.
+ *   - ops run in scheduler context: they must not block, switch, call ito
+ *     functions that may switch, or allocate memory on the hot path.
+ *
+ * Versioning: `abi` must be ITO_POLICY_ABI and `size` sizeof(ito_policy_ops_t)
+ * of the header the policy was built with; a table from an older header with a
+ * smaller size is accepted as long as it holds every required operation.
+ */
+#ifndef ITO_POLICY_H
+#define ITO_POLICY_H
+
+#include <ito.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ITO_POLICY_ABI 1
+#define ITO_POLICY_NAME_MAX 32   /* bytes including NUL; [a-z0-9_-] */
+#define ITO_POLICIES_MAX 16
+
+/* The part of a thread that belongs to the policy while the thread is ready. */
+typedef struct ito_policy_node {
+    struct ito_policy_node *next;   /* free for the policy's lists */
+    struct ito_policy_node *prev;   /* free for the policy's lists */
+    uintptr_t word[2];              /* free for the policy */
+} ito_policy_node_t;
+
+/* Why a thread became ready. */
+typedef enum ito_ready_reason {
+    ITO_READY_SPAWN = 1,    /* newly created */
+    ITO_READY_WAKE = 2,     /* its wait ended (lock, condition, timer, join...) */
+    ITO_READY_YIELD = 3,    /* it called ito_yield */
+    ITO_READY_RESUME = 4,   /* ito_resume after a suspension */
+    ITO_READY_PREEMPT = 5,  /* its time slice ended */
+} ito_ready_reason_t;
+
+/* A vproc as the policy sees it. */
+typedef struct ito_policy_vproc {
+    void *shared;                             /* from ops->init */
+    void *local;                              /* set by ops->vproc_init */
+    int index;                                /* this vproc, 0..count-1 */
+    int count;                                /* number of vprocs */
+    struct ito_policy_vproc *const *all;      /* all[i]: every vproc's view */
+} ito_policy_vproc_t;
+
+typedef struct ito_policy_ops {
+    uint32_t abi;            /* ITO_POLICY_ABI */
+    uint32_t size;           /* sizeof(ito_policy_ops_t) */
+    const char *name;        /* unique, [a-z0-9_-], shorter than ITO_POLICY_NAME_MAX */
+
+    /* Optional. Create the process-wide state; 0 or an errno value. */
+    int (*init)(int nvprocs, void **shared);
+    /* Optional. Create vp->local; 0 or an errno value. Runs before any other
+     * op on this vproc. */
+    int (*vproc_init)(ito_policy_vproc_t *vp);
+    /* Required. Take a ready thread. */
+    void (*enqueue)(ito_policy_vproc_t *vp, ito_policy_node_t *n, ito_ready_reason_t why);
+    /* Required. Remove and return the thread to run next on vp, or NULL. */
+    ito_policy_node_t *(*pick)(ito_policy_vproc_t *vp);
+    /* Optional. n is a ready thread, perhaps queued on vp: if vp can give it
+     * up cheaply (typically because it would run it next), remove it and
+     * return true. Lets a thread that joins a thread not yet started run it
+     * at once instead of parking and going through pick. */
+    bool (*take)(ito_policy_vproc_t *vp, ito_policy_node_t *n);
+    /* Optional. vp is idle: take a thread from another vproc (vp->all) and
+     * return it, or NULL. May also enqueue more stolen threads on vp. */
+    ito_policy_node_t *(*steal)(ito_policy_vproc_t *vp);
+    /* Optional. Called on each busy vproc about every millisecond. */
+    void (*tick)(ito_policy_vproc_t *vp);
+} ito_policy_ops_t;
+
+/*
+ * Register a policy (the table must outlive the process). Returns 0; EINVAL
+ * for a NULL table, a bad name, a size too small or a missing required op;
+ * ENOTSUP for another ABI version; EEXIST if the name is taken; ENOSPC beyond
+ * ITO_POLICIES_MAX. May be called before or after ito_init (a policy is chosen
+ * only at initialization).
+ */
+ITO_API int ito_policy_register(const ito_policy_ops_t *ops);
+
+/* Facts about a node's thread, for policies. */
+ITO_API int ito_policy_node_priority(const ito_policy_node_t *n);
+/* Preferred vproc of the thread (ito_attr_set_vproc), or -1. */
+ITO_API int ito_policy_node_vproc_hint(const ito_policy_node_t *n);
+/* vproc the thread last ran on, or -1 if it never ran. */
+ITO_API int ito_policy_node_last_vproc(const ito_policy_node_t *n);
+ITO_API ito_thread_t ito_policy_node_thread(const ito_policy_node_t *n);
+
+/* Number of vprocs that are idle right now (looking for work or asleep). A
+ * policy that keeps threads where others cannot steal them should share them
+ * when this is not 0. Two relaxed loads. */
+ITO_API unsigned ito_policy_idle_vprocs(void);
+
+/* Call after making ready threads stealable that were not before (moving
+ * them out of a private list): wakes a sleeping vproc if none is looking for
+ * work, so that they do not wait for this vproc. */
+ITO_API void ito_policy_share(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ITO_POLICY_H */

@@ -1,0 +1,35 @@
+#!/bin/sh
+# Install what building, testing and benchmarking ito needs on Debian/Ubuntu.
+# Usage: scripts/deps.sh build|test|run
+# As root it installs missing packages with apt-get; otherwise it prints the
+# one command to run and fails.
+set -eu
+what=${1:-build}
+
+pkgs="cmake ninja-build gcc make pkg-config"
+case "$what" in
+  test) pkgs="$pkgs valgrind" ;;
+  run)  pkgs="$pkgs python3 python3-matplotlib" ;;
+esac
+
+missing=""
+for p in $pkgs; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing="$missing $p"
+  fi
+done
+[ -z "$missing" ] && exit 0
+
+if ! command -v apt-get >/dev/null 2>&1; then
+  echo "ito: missing packages:$missing (and no apt-get here); install them by hand." >&2
+  exit 1
+fi
+if [ "$(id -u)" -ne 0 ]; then
+  echo "ito: missing packages:$missing" >&2
+  echo "ito: run:  sudo apt-get install -y$missing" >&2
+  exit 1
+fi
+echo "ito: installing$missing" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get install -y --no-install-recommends $missing >/dev/null 2>&1 || {
+  apt-get update >/dev/null && apt-get install -y --no-install-recommends $missing; }

@@ -1,0 +1,47 @@
+#include "base/futex.h"
+#include "base/spinlock.h"
+
+#include <errno.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+int ito__futex_wait(_Atomic uint32_t *word, uint32_t expected, uint64_t deadline_ns)
+{
+    struct timespec ts, *tsp = NULL;
+    if (deadline_ns) {
+        ts.tv_sec = (time_t)(deadline_ns / 1000000000u);
+        ts.tv_nsec = (long)(deadline_ns % 1000000000u);
+        tsp = &ts;
+    }
+    /* FUTEX_WAIT_BITSET takes an absolute CLOCK_MONOTONIC deadline. */
+    long r = syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG,
+                     expected, tsp, NULL, FUTEX_BITSET_MATCH_ANY);
+    return r == 0 ? 0 : errno;
+}
+
+void ito__futex_wake(_Atomic uint32_t *word, int n)
+{
+    syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, n, NULL, NULL, 0);
+}
+
+/* The slow path of ito__spin_lock: spin on a plain load (no cache-line
+ * ping-pong), back off, and after a long while let the kernel run the holder
+ * (which may have been preempted). */
+void ito__spin_lock_slow(ito__spinlock *l)
+{
+    unsigned spins = 0;
+    for (;;) {
+        while (atomic_load_explicit(&l->locked, memory_order_relaxed)) {
+            if (++spins < 1024)
+                ito__cpu_relax();
+            else {
+                sched_yield();
+                spins = 0;
+            }
+        }
+        if (atomic_exchange_explicit(&l->locked, 1, memory_order_acquire) == 0)
+            return;
+    }
+}

@@ -1,0 +1,42 @@
+/* Fatal errors and warnings: one line each on stderr, prefixed "ito: ". */
+#include "base/panic.h"
+
+#ifdef ITO_TSAN
+_Atomic int ito__fence_word;   /* see ITO_FENCE */
+#endif
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+static void vsay(const char *fmt, va_list ap)
+{
+    char buf[1024];
+    int n = snprintf(buf, sizeof buf, "ito: ");
+    int m = vsnprintf(buf + n, sizeof buf - (size_t)n - 1, fmt, ap);
+    size_t len = (size_t)n + (m < 0 ? 0 : (size_t)m);
+    if (len > sizeof buf - 2)
+        len = sizeof buf - 2;
+    buf[len++] = '\n';
+    /* write(2), not stdio: callers may hold stdio locks or be on a small stack. */
+    ssize_t w = write(STDERR_FILENO, buf, len);
+    (void)w;
+}
+
+void ito__panic(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsay(fmt, ap);
+    va_end(ap);
+    abort();
+}
+
+void ito__warn(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsay(fmt, ap);
+    va_end(ap);
+}

@@ -1,0 +1,127 @@
+/*
+ * Activations: the kernel threads that carry vprocs.
+ *
+ * Each activation has ito's one thread-local variable pointing at it, an
+ * alternate signal stack (so a stack overflow can be reported, overflow.c),
+ * its own errno location, and a scheduler context: the idle loop of sched.c
+ * and idle.c. A started activation runs that loop on its own pthread stack.
+ * The adopted one — the kernel thread that initialized ito, usually main —
+ * keeps running its own code as an ito thread, so its scheduler context gets
+ * a separate stack.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "base/panic.h"
+#include "core/runtime.h"
+#include "core/sanitizer.h"
+#include "core/sched.h"
+#include "core/stats.h"
+#include "core/thread.h"
+#include "core/vproc.h"
+
+__thread struct ito__activation *ito__tls_act __attribute__((tls_model("initial-exec")));
+
+#define ACT_STACK (512 * 1024)       /* pthread stack of a started activation */
+#define SCHED_STACK (256 * 1024)     /* scheduler stack of the adopted activation */
+
+void ito__activation_setup_self(struct ito__activation *a)
+{
+    ito__tls_act = a;
+    a->errno_ptr = &errno;
+    a->tid = gettid();
+    a->pthread = pthread_self();
+    /* Signal stack: large enough for a handler with the full AVX-512 state. */
+    long min = sysconf(_SC_SIGSTKSZ);
+    a->altstack_size = (size_t)(min > 0 ? min : SIGSTKSZ) * 4;
+    if (a->altstack_size < 64 * 1024)
+        a->altstack_size = 64 * 1024;
+    a->altstack = mmap(NULL, a->altstack_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (a->altstack != MAP_FAILED) {
+        stack_t ss = { .ss_sp = a->altstack, .ss_size = a->altstack_size, .ss_flags = 0 };
+        sigaltstack(&ss, NULL);
+    }
+    ito__pin_self(a->vp->cpu);
+}
+
+/* Bounds of the calling kernel thread's own stack. */
+static void own_stack(struct ito__stack *s)
+{
+    pthread_attr_t attr;
+    void *addr = NULL;
+    size_t size = 0;
+    if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+        pthread_attr_getstack(&attr, &addr, &size);
+        pthread_attr_destroy(&attr);
+    }
+    s->lo = addr;
+    s->size = size;
+    s->flags = 0;   /* not ours: never pooled, no guard page of ours */
+}
+
+static void *activation_main(void *arg)
+{
+    struct ito__activation *a = arg;
+    ito__activation_setup_self(a);
+    own_stack(&a->sched_stack);
+    a->sched_tsan_fiber = ito__tsan_current();
+    ito__sched_loop(a);
+}
+
+int ito__activation_start(struct ito__vproc *vp)
+{
+    struct ito__activation *a = calloc(1, sizeof *a);
+    if (!a)
+        return ENOMEM;
+    a->vp = vp;
+    vp->act = a;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, ACT_STACK);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    int e = pthread_create(&a->pthread, &attr, activation_main, a);
+    pthread_attr_destroy(&attr);
+    return e;
+}
+
+int ito__activation_adopt(struct ito__vproc *vp)
+{
+    struct ito__activation *a = calloc(1, sizeof *a);
+    if (!a)
+        return ENOMEM;
+    a->vp = vp;
+    a->adopted = true;
+    vp->act = a;
+    int e = ito__stack_map_standalone(SCHED_STACK, &a->sched_stack, &a->mapping, &a->mapping_size);
+    if (e)
+        return e;
+    a->sched.sp = ito__ctx_make(ito__stack_top(&a->sched_stack), ito__sched_entry, ito__arch_fpctl());
+    a->sched_tsan_fiber = ito__tsan_create();
+
+    /* The caller's own context becomes an ito thread. */
+    struct ito__thread *t = ito__thread_alloc(vp);
+    if (!t)
+        return ENOMEM;
+    t->vp = vp;
+    t->flags = ITO_TF_MAIN;
+    t->started = true;
+    t->pref_vproc = -1;
+    t->prio = ITO_PRIO_DEFAULT;
+    t->fpctl = ito__arch_fpctl();
+    own_stack(&t->stack);
+    t->stack_size = t->stack.size;
+    t->tsan_fiber = ito__tsan_current();
+    strcpy(t->name, "main");
+    ito__thread_set_state(t, ITO_TS_FREE, ITO_TS_NEW);
+    ito__thread_set_state(t, ITO_TS_NEW, ITO_TS_RUNNING);
+    uint64_t ctl = atomic_load_explicit(&t->ctl, memory_order_relaxed) & ~(uint64_t)UINT32_MAX;
+    atomic_store_explicit(&t->ctl, ctl, memory_order_release);
+    vp->current = t;
+    ito__activation_setup_self(a);
+    return 0;
+}

@@ -1,0 +1,162 @@
+/*
+ * Thread descriptors and checked handles.
+ *
+ * Descriptors live in chunks of 1024 that are never freed, so any pointer to
+ * a descriptor stays readable forever (type-stable memory) and a handle can
+ * be checked without locks: a handle is (generation << 32 | index), the index
+ * finds the descriptor through a two-level table, and the generation must
+ * match the one in the descriptor's ctl word, which also carries a FREE flag.
+ * Each reuse of a descriptor increments its generation, so a stale handle
+ * gives ESRCH rather than naming another thread (until the 32-bit generation
+ * of that one descriptor wraps, after 4 billion reuses).
+ *
+ * Free descriptors are cached per vproc (LIFO, no atomics), with a global
+ * list behind the caches.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/panic.h"
+#include "core/runtime.h"
+#include "core/thread.h"
+
+#define CHUNK_SHIFT 10
+#define CHUNK_SIZE (1u << CHUNK_SHIFT)
+#define MAX_CHUNKS (1u << 16)          /* 64 Mi descriptors */
+#define CACHE_MAX 64
+#define CACHE_BATCH 32
+
+static struct ito__thread *_Atomic chunks[MAX_CHUNKS];
+static _Atomic uint32_t nchunks;
+static ito__spinlock glock;
+static struct ito__thread *gfree;      /* glock */
+
+/* Under glock: add a chunk of free descriptors to gfree. */
+static bool grow(void)
+{
+    uint32_t c = atomic_load_explicit(&nchunks, memory_order_relaxed);
+    if (c == MAX_CHUNKS)
+        return false;
+    struct ito__thread *ts = aligned_alloc(ITO_CACHELINE, CHUNK_SIZE * sizeof *ts);
+    if (!ts)
+        return false;
+    memset(ts, 0, CHUNK_SIZE * sizeof *ts);
+    for (uint32_t i = CHUNK_SIZE; i-- > 0;) {
+        struct ito__thread *t = &ts[i];
+        t->index = c * CHUNK_SIZE + i;
+        atomic_init(&t->ctl, ITO_CTL_FREE);
+        atomic_init(&t->state, ITO_TS_FREE);
+        t->wait.thread = t;
+        t->free_next = gfree;
+        gfree = t;
+    }
+    atomic_store_explicit(&chunks[c], ts, memory_order_release);
+    /* Release: a lookup that sees the new count sees the chunk pointer. */
+    atomic_store_explicit(&nchunks, c + 1, memory_order_release);
+    return true;
+}
+
+static struct ito__thread *take_global(struct ito__vproc *vp)
+{
+    ito__spin_lock(&glock);
+    if (!gfree && !grow()) {
+        ito__spin_unlock(&glock);
+        return NULL;
+    }
+    struct ito__thread *t = gfree;
+    gfree = t->free_next;
+    if (vp) {
+        /* Bring a batch into the cache. */
+        while (gfree && vp->nfree_threads < CACHE_BATCH) {
+            struct ito__thread *x = gfree;
+            gfree = x->free_next;
+            x->free_next = vp->free_threads;
+            vp->free_threads = x;
+            vp->nfree_threads++;
+        }
+    }
+    ito__spin_unlock(&glock);
+    return t;
+}
+
+struct ito__thread *ito__thread_alloc(struct ito__vproc *vp)
+{
+    struct ito__thread *t;
+    if (vp && vp->free_threads) {
+        t = vp->free_threads;
+        vp->free_threads = t->free_next;
+        vp->nfree_threads--;
+    } else if (!(t = take_global(vp))) {
+        return NULL;
+    }
+    /* New generation (never 0, so no handle is 0). Not yet visible to any
+     * valid handle, so no lock: stale handles fail on the FREE flag until the
+     * caller publishes the new ctl. */
+    uint32_t gen = ito__ctl_gen(atomic_load_explicit(&t->ctl, memory_order_relaxed)) + 1;
+    if (gen == 0)
+        gen = 1;
+    atomic_store_explicit(&t->ctl, (uint64_t)gen << 32 | ITO_CTL_FREE, memory_order_relaxed);
+    return t;
+}
+
+void ito__thread_free(struct ito__vproc *vp, struct ito__thread *t)
+{
+    ito__keys_free(t);
+    /* Under t->lk: an operation through a handle holds it while it uses t
+     * (ito__thread_lock_live), so it finishes before t can be reused. */
+    ito__spin_lock(&t->lk);
+    uint64_t ctl = atomic_load_explicit(&t->ctl, memory_order_relaxed);
+    atomic_store_explicit(&t->ctl, (ctl & ~(uint64_t)UINT32_MAX) | ITO_CTL_FREE, memory_order_release);
+    ito__spin_unlock(&t->lk);
+    ito__thread_set_state(t, ITO_TS_EXITED, ITO_TS_FREE);
+    if (vp) {
+        t->free_next = vp->free_threads;
+        vp->free_threads = t;
+        if (++vp->nfree_threads <= CACHE_MAX)
+            return;
+        /* Spill half the cache. */
+        struct ito__thread *head = vp->free_threads, *tail = head;
+        for (unsigned i = 1; i < CACHE_BATCH; i++)
+            tail = tail->free_next;
+        vp->free_threads = tail->free_next;
+        vp->nfree_threads -= CACHE_BATCH;
+        ito__spin_lock(&glock);
+        tail->free_next = gfree;
+        gfree = head;
+        ito__spin_unlock(&glock);
+        return;
+    }
+    ito__spin_lock(&glock);
+    t->free_next = gfree;
+    gfree = t;
+    ito__spin_unlock(&glock);
+}
+
+struct ito__thread *ito__handle_lookup(uint64_t id, uint64_t *ctl_out)
+{
+    uint32_t gen = (uint32_t)(id >> 32), idx = (uint32_t)id;
+    if (gen == 0)
+        return NULL;
+    uint32_t c = idx >> CHUNK_SHIFT;
+    /* Acquire pairs with the release in grow(). */
+    if (c >= atomic_load_explicit(&nchunks, memory_order_acquire))
+        return NULL;
+    struct ito__thread *t = &atomic_load_explicit(&chunks[c], memory_order_acquire)[idx & (CHUNK_SIZE - 1)];
+    uint64_t ctl = atomic_load_explicit(&t->ctl, memory_order_acquire);
+    if (ito__ctl_gen(ctl) != gen || (ctl & ITO_CTL_FREE))
+        return NULL;
+    if (ctl_out)
+        *ctl_out = ctl;
+    return t;
+}
+
+bool ito__thread_lock_live(struct ito__thread *t, uint64_t id)
+{
+    ito__spin_lock(&t->lk);
+    uint64_t ctl = atomic_load_explicit(&t->ctl, memory_order_relaxed);
+    if (ito__ctl_gen(ctl) != (uint32_t)(id >> 32) || (ctl & ITO_CTL_FREE)) {
+        ito__spin_unlock(&t->lk);
+        return false;
+    }
+    return true;
+}

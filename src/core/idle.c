@@ -1,0 +1,278 @@
+/*
+ * Idle vprocs: look for work briefly, then sleep, and never miss a wake-up.
+ *
+ * Seed 000 §4.2: a processor that runs out of work spins for a while before
+ * declaring itself idle, because new work often arrives within microseconds
+ * (hysteresis). Here an idle vproc, in its activation's scheduler context:
+ *
+ *   1. looks for work: its own policy, the global queue, expired timers (its
+ *      own and other vprocs'), other vprocs' threads (the policy's steal), and
+ *      threads stuck in the inbox of a vproc that has stopped picking;
+ *   2. keeps looking for idle_spin_ns (ITO_IDLE_SPIN_US, default 50 µs),
+ *      backing off between rounds so as not to pound other vprocs' cache lines;
+ *   3. then sleeps on a futex until woken or until the earliest timer.
+ *
+ * A process whose threads are all blocked therefore uses no CPU once the
+ * window has passed.
+ *
+ * Wake-ups. Whoever makes work available (a spawn, a wake-up, a timer armed
+ * on a busy vproc) checks whether some vproc is spinning; if none is and one
+ * is asleep, it wakes one (futex). Work and the idle counters are a Dekker
+ * pair: the producer stores the work then loads the counters, the sleeper
+ * stores the counters then loads the work; with a store-load barrier on both
+ * sides, at least one of them sees the other, so work is never left with
+ * every vproc asleep. The producer side is a hot path (every spawn and
+ * wake-up), so the barrier is asymmetric: the sleeper issues
+ * membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED), which forces a full barrier
+ * on every running thread of the process, and the producer needs only a
+ * compiler barrier. Without membarrier both sides use a seq_cst fence.
+ *
+ * Like Go's scheduler, a spinning vproc that finds work and was the last one
+ * spinning wakes another sleeper, so that a burst of work spreads to all
+ * vprocs without every producer paying for a futex wake.
+ *
+ * Rejected: a sleeping vproc that wakes up periodically to poll (uses CPU,
+ * adds latency); one global condition variable (a lock on every wake-up).
+ */
+#include "core/sched.h"
+
+#include <errno.h>
+#include <linux/membarrier.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "base/clock.h"
+#include "base/futex.h"
+#include "base/panic.h"
+#include "core/runtime.h"
+#include "core/stats.h"
+
+/* An inbox that its vproc has not drained for this long, while the vproc made
+ * no scheduling decision at all, is emptied by an idle vproc. */
+#define ITO_RESCUE_NS 50000u
+/* Upper bound of the backoff between two rounds of looking for work
+ * (pause instructions; ~40 ns each on the development machine). */
+#define ITO_BACKOFF_MAX 64u
+
+static bool asym_fence;
+
+void ito__idle_init(void)
+{
+    long q = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+    asym_fence = q >= 0 && (q & MEMBARRIER_CMD_PRIVATE_EXPEDITED) &&
+                 syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+    ito__rt.asym_fence = asym_fence;
+}
+
+void ito__fence_light(void)
+{
+    if (ITO_LIKELY(asym_fence))
+        ITO_COMPILER_BARRIER();
+    else
+        ITO_FENCE();
+}
+
+static void fence_heavy(void)
+{
+    if (asym_fence && syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0)
+        return;
+    ITO_FENCE();
+}
+
+/* Wake vp if it sleeps. */
+static bool wake_vproc(struct ito__vproc *vp)
+{
+    uint32_t s = ITO_VP_SLEEPING;
+    if (atomic_load_explicit(&vp->sleep_state, memory_order_relaxed) == ITO_VP_SLEEPING &&
+        atomic_compare_exchange_strong_explicit(&vp->sleep_state, &s, ITO_VP_AWAKE,
+                                                memory_order_relaxed, memory_order_relaxed)) {
+        ito__futex_wake(&vp->sleep_state, 1);
+        return true;
+    }
+    return false;
+}
+
+static void wake_one(void)
+{
+    static _Atomic unsigned rotor;   /* spreads wake-ups; a hint, races are harmless */
+    unsigned n = (unsigned)ito__rt.nvprocs;
+    unsigned start = atomic_load_explicit(&rotor, memory_order_relaxed);
+    for (unsigned i = 0; i < n; i++) {
+        unsigned k = (start + i) % n;
+        if (wake_vproc(ito__rt.vprocs[k])) {
+            atomic_store_explicit(&rotor, k + 1, memory_order_relaxed);
+            return;
+        }
+    }
+}
+
+void ito__idle_notify(void)
+{
+    ito__fence_light();
+    if (atomic_load_explicit(&ito__rt.nspinning, memory_order_relaxed) == 0 &&
+        atomic_load_explicit(&ito__rt.nsleeping, memory_order_relaxed) > 0)
+        wake_one();
+}
+
+void ito__vproc_kick(struct ito__vproc *vp)
+{
+    ito__fence_light();
+    wake_vproc(vp);
+}
+
+/* A timer was armed for `deadline`: wake a sleeper that would oversleep it. */
+void ito__idle_timer_armed(uint64_t deadline)
+{
+    ito__fence_light();
+    if (atomic_load_explicit(&ito__rt.nsleeping, memory_order_relaxed) == 0)
+        return;
+    for (int i = 0; i < ito__rt.nvprocs; i++) {
+        struct ito__vproc *vp = ito__rt.vprocs[i];
+        if (atomic_load_explicit(&vp->sleep_state, memory_order_relaxed) != ITO_VP_SLEEPING)
+            continue;
+        uint64_t d = atomic_load_explicit(&vp->sleep_deadline, memory_order_relaxed);
+        if ((d == 0 || d > deadline) && wake_vproc(vp))
+            return;
+    }
+}
+
+static bool run_timers(struct ito__vproc *self, uint64_t now)
+{
+    bool fired = false;
+    int n = ito__rt.nvprocs;
+    for (int i = 0; i < n; i++) {
+        struct ito__vproc *vp = ito__rt.vprocs[(self->index + i) % n];
+        if (atomic_load_explicit(&vp->timers.next, memory_order_relaxed) <= now)
+            fired |= ito__timers_run(&vp->timers, now) > 0;
+    }
+    return fired;
+}
+
+/* Empty the inbox of a vproc that has stopped picking (its activation runs
+ * one thread for a long time), so that threads sent there do not wait while
+ * this vproc idles. */
+static void rescue_inboxes(struct ito__vproc *self, uint64_t now)
+{
+    for (int i = 0; i < ito__rt.nvprocs; i++) {
+        struct ito__vproc *vp = ito__rt.vprocs[i];
+        if (vp == self || !atomic_load_explicit(&vp->inbox, memory_order_relaxed))
+            continue;
+        uint64_t ticks = atomic_load_explicit(&vp->ticks, memory_order_relaxed);
+        if (ticks != self->seen_ticks[i]) {
+            self->seen_ticks[i] = ticks;
+            self->seen_since[i] = now;
+        } else if (now - self->seen_since[i] >= ITO_RESCUE_NS) {
+            /* Any consumer may take the whole list: the exchange makes the
+             * batches disjoint. Acquire pairs with inbox_push's release. */
+            struct ito__thread *list = atomic_exchange_explicit(&vp->inbox, NULL, memory_order_acquire);
+            ito__inbox_drain(self, list);
+        }
+    }
+}
+
+static struct ito__thread *find_work(struct ito__vproc *vp, uint64_t now)
+{
+    struct ito__thread *t = ito__pick_local(vp);
+    if (t)
+        return t;
+    if (ito__global_drain(vp, 32) && (t = ito__pick_local(vp)))
+        return t;
+    if (run_timers(vp, now) && (t = ito__pick_local(vp)))
+        return t;
+    if (ito__rt.policy->steal) {
+        ito_policy_node_t *n = ito__rt.policy->steal(&vp->pv);
+        if (n) {
+            t = ito__thread_of_node(n);
+            ITO_STAT_INC(vp, steals);
+            if (ito__claim(t)) {
+                ITO_STAT_INC(vp, decisions);
+                return t;
+            }
+        }
+    }
+    rescue_inboxes(vp, now);
+    return ito__pick_local(vp);
+}
+
+/* main called ito_exit: end the process once no ito thread is left. Called
+ * by a vproc about to sleep when all the others are asleep, so that the
+ * per-vproc counters are quiescent. */
+static void maybe_exit_process(void)
+{
+    if (!atomic_load_explicit(&ito__rt.main_exited, memory_order_acquire))
+        return;
+    if (atomic_load_explicit(&ito__rt.nsleeping, memory_order_acquire) != ito__rt.nvprocs)
+        return;
+    int64_t live = atomic_load_explicit(&ito__rt.foreign_spawns, memory_order_relaxed);
+    for (int i = 0; i < ito__rt.nvprocs; i++) {
+        struct ito__vproc *vp = ito__rt.vprocs[i];
+        live += (int64_t)ITO_STAT_READ(vp, spawns) - (int64_t)ITO_STAT_READ(vp, exits);
+    }
+    if (live == 0)
+        exit(0);
+}
+
+static void stop_spinning(void)
+{
+    /* The last spinner leaves with work in hand: more may be coming, so let
+     * another vproc take over the looking. */
+    if (atomic_fetch_sub_explicit(&ito__rt.nspinning, 1, memory_order_seq_cst) == 1 &&
+        atomic_load_explicit(&ito__rt.nsleeping, memory_order_relaxed) > 0)
+        wake_one();
+}
+
+struct ito__thread *ito__idle_find(struct ito__vproc *vp)
+{
+    uint64_t now = ito__now_ns();
+    struct ito__thread *t = find_work(vp, now);
+    if (t)
+        return t;
+    atomic_fetch_add_explicit(&ito__rt.nspinning, 1, memory_order_seq_cst);
+    for (;;) {
+        /* Spin: look again and again, backing off. */
+        uint64_t start = now;
+        unsigned backoff = 1;
+        while (now - start < ito__rt.idle_spin_ns) {
+            for (unsigned i = 0; i < backoff; i++)
+                ito__cpu_relax();
+            if (backoff < ITO_BACKOFF_MAX)
+                backoff <<= 1;
+            now = ito__now_ns();
+            if ((t = find_work(vp, now))) {
+                stop_spinning();
+                return t;
+            }
+        }
+        /* Sleep. Announce it, then look once more (the Dekker pair above). */
+        atomic_store_explicit(&vp->sleep_deadline, 0, memory_order_relaxed);
+        atomic_store_explicit(&vp->sleep_state, ITO_VP_SLEEPING, memory_order_relaxed);
+        atomic_fetch_add_explicit(&ito__rt.nsleeping, 1, memory_order_seq_cst);
+        atomic_fetch_sub_explicit(&ito__rt.nspinning, 1, memory_order_seq_cst);
+        fence_heavy();
+        t = find_work(vp, ito__now_ns());
+        if (!t) {
+            maybe_exit_process();
+            uint64_t deadline = ito__timers_earliest();
+            if (deadline == UINT64_MAX)
+                deadline = 0;
+            atomic_store_explicit(&vp->sleep_deadline, deadline, memory_order_relaxed);
+            ITO_STAT_INC(vp, idle_sleeps);
+            while (atomic_load_explicit(&vp->sleep_state, memory_order_acquire) == ITO_VP_SLEEPING) {
+                int r = ito__futex_wait(&vp->sleep_state, ITO_VP_SLEEPING, deadline);
+                if (r == ETIMEDOUT)
+                    break;
+            }
+            if (atomic_exchange_explicit(&vp->sleep_state, ITO_VP_AWAKE, memory_order_acquire) ==
+                ITO_VP_AWAKE)
+                ITO_STAT_INC(vp, wakeups);
+        } else {
+            atomic_store_explicit(&vp->sleep_state, ITO_VP_AWAKE, memory_order_relaxed);
+        }
+        atomic_fetch_sub_explicit(&ito__rt.nsleeping, 1, memory_order_seq_cst);
+        if (t)
+            return t;
+        atomic_fetch_add_explicit(&ito__rt.nspinning, 1, memory_order_seq_cst);
+        now = ito__now_ns();
+    }
+}

@@ -1,0 +1,164 @@
+/*
+ * Initialization: ito_init, the implicit first-call initialization, and the
+ * runtime's configuration (ito_config_t fields, then environment variables,
+ * then defaults).
+ *
+ * The initializing kernel thread becomes an ito thread on vproc 0 (its
+ * activation) when it is the main thread or when it calls ito_init
+ * explicitly; otherwise — a pthread that happens to make the first ito call —
+ * it stays a foreign kernel thread, because its exit would take vproc 0 with
+ * it, and vproc 0 gets an activation of its own.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <ito.h>
+
+#include "base/env.h"
+#include "base/panic.h"
+#include "core/runtime.h"
+#include "core/sched.h"
+#include "core/stack.h"
+#include "core/vproc.h"
+
+#define ITO_VPROCS_MAX 1024
+#define ITO_IDLE_SPIN_DEFAULT_US 50
+
+struct ito__runtime ito__rt;
+static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
+
+
+size_t ito__default_stack_size(void)
+{
+    if (ito__initialized())
+        return ito__rt.stack_size;
+    return (size_t)ito__env_int("ITO_STACK_SIZE", ITO_STACK_DEFAULT, ITO_STACK_MIN, ITO_STACK_MAX, true);
+}
+
+static int validate(const ito_config_t *c)
+{
+    if (c->vprocs < 0 || c->vprocs > ITO_VPROCS_MAX)
+        return EINVAL;
+    if (c->stack_size && (c->stack_size < ITO_STACK_MIN || c->stack_size > ITO_STACK_MAX))
+        return EINVAL;
+    if (c->idle_spin_us < -1 || c->idle_spin_us > 1000000)
+        return EINVAL;
+    if (c->pin < -1 || c->pin > 1)
+        return EINVAL;
+    if (c->policy && !ito__policy_find(c->policy))
+        return EINVAL;
+    return 0;
+}
+
+static int start(const ito_config_t *c, bool adopt)
+{
+    ito__rt.page = (size_t)sysconf(_SC_PAGESIZE);
+
+    int n = c->vprocs;
+    if (!n)
+        n = (int)ito__env_int("ITO_VPROCS", 0, 1, ITO_VPROCS_MAX, false);
+    if (!n) {
+        int cpus[CPU_SETSIZE];
+        n = ito__cpus_usable(cpus, CPU_SETSIZE);
+    }
+    size_t stack = c->stack_size ? c->stack_size : ito__default_stack_size();
+    long long spin = c->idle_spin_us >= 0 ? c->idle_spin_us
+                                          : ito__env_int("ITO_IDLE_SPIN_US", ITO_IDLE_SPIN_DEFAULT_US, 0, 1000000, false);
+    int pin = c->pin >= 0 ? c->pin : (int)ito__env_int("ITO_PIN", 1, 0, 1, false);
+    const ito_policy_ops_t *pol = NULL;
+    if (c->policy) {
+        pol = ito__policy_find(c->policy);
+    } else if (ito__env_str("ITO_POLICY")) {
+        pol = ito__policy_find(ito__env_str("ITO_POLICY"));
+        if (!pol)
+            ito__warn("ignoring ITO_POLICY='%s': no such policy (built in: ws, fifo); using ws",
+                      ito__env_str("ITO_POLICY"));
+    }
+    if (!pol)
+        pol = ito__policy_find("ws");
+
+    ito__rt.nvprocs = n;
+    ito__rt.idle_spin_ns = (uint64_t)spin * 1000u;
+    ito__rt.pin = pin;
+    ito__rt.policy = pol;
+
+    int e = ito__stacks_init(ito__rt.stack_size);
+    if (e)
+        return e;
+    ito__rt.stack_size = ito__stack_round(stack);
+    ito__idle_init();
+    if ((e = ito__vprocs_create(n, pin)))
+        return e;
+    void *shared = NULL;
+    if (pol->init && (e = pol->init(n, &shared)))
+        return e;
+    for (int i = 0; i < n; i++) {
+        ito__rt.vprocs[i]->pv.shared = shared;
+        if (pol->vproc_init && (e = pol->vproc_init(&ito__rt.vprocs[i]->pv)))
+            return e;
+    }
+    ito__overflow_install();
+    if (adopt && (e = ito__activation_adopt(ito__rt.vprocs[0])))
+        return e;
+    for (int i = adopt ? 1 : 0; i < n; i++)
+        if ((e = ito__activation_start(ito__rt.vprocs[i])))
+            return e;
+    return 0;
+}
+
+int ito__init_slow(const ito_config_t *cfg, bool explicit_call)
+{
+    ito__policies_builtin();
+    pthread_mutex_lock(&init_lock);
+    int s = atomic_load_explicit(&ito__rt.state, memory_order_acquire);
+    int e;
+    if (s == ITO_RT_READY) {
+        e = explicit_call && cfg ? EBUSY : 0;
+    } else if (s == ITO_RT_FAILED) {
+        e = ito__rt.init_error;
+    } else {
+        ito_config_t dflt = ITO_CONFIG_INIT;
+        const ito_config_t *c = cfg ? cfg : &dflt;
+        e = validate(c);
+        if (!e) {
+            bool adopt = explicit_call || gettid() == getpid();
+            e = start(c, adopt);
+            if (e) {
+                ito__rt.init_error = e;
+                atomic_store_explicit(&ito__rt.state, ITO_RT_FAILED, memory_order_release);
+                ito__warn("initialization failed: %s", strerror(e));
+            } else {
+                /* Release: everything set up above is visible to whoever
+                 * passes ito__ensure_init (acquire). */
+                atomic_store_explicit(&ito__rt.state, ITO_RT_READY, memory_order_release);
+            }
+        }
+    }
+    pthread_mutex_unlock(&init_lock);
+    return e;
+}
+
+ITO_API int ito_init(const ito_config_t *cfg) { return ito__init_slow(cfg, true); }
+
+ITO_API int ito_vproc_count(void)
+{
+    if (ito__ensure_init())
+        return 0;
+    return ito__rt.nvprocs;
+}
+
+ITO_API int ito_vproc_self(void)
+{
+    struct ito__vproc *vp = ito__vproc_self();
+    return vp ? vp->index : -1;
+}
+
+ITO_API const char *ito_policy_name(void)
+{
+    if (ito__ensure_init())
+        return NULL;
+    return ito__rt.policy->name;
+}

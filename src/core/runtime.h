@@ -1,0 +1,72 @@
+/* The process-wide runtime state and the init gate every public entry passes. */
+#ifndef ITO_CORE_RUNTIME_H
+#define ITO_CORE_RUNTIME_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <ito/policy.h>
+
+#include "base/compiler.h"
+#include "base/spinlock.h"
+#include "core/vproc.h"
+
+enum { ITO_RT_UNINIT = 0, ITO_RT_READY = 2, ITO_RT_FAILED = 3 };
+
+struct ito__runtime {
+    _Atomic int state;                    /* ITO_RT_* */
+    int init_error;                       /* errno of a failed initialization */
+    int nvprocs;
+    struct ito__vproc **vprocs;
+    ito_policy_vproc_t **pviews;          /* pviews[i] == &vprocs[i]->pv */
+    const ito_policy_ops_t *policy;
+    size_t stack_size;                    /* default usable stack size */
+    uint64_t idle_spin_ns;
+    bool pin;
+    bool asym_fence;                      /* membarrier available (idle.c) */
+    size_t page;
+
+    /* Idle protocol (idle.c); on their own lines: written on idle transitions. */
+    _Atomic int nspinning ITO_ALIGNED_CACHELINE;   /* vprocs looking for work */
+    _Atomic int nsleeping ITO_ALIGNED_CACHELINE;   /* vprocs asleep */
+
+    /* Threads made ready by foreign kernel threads (sched.c). */
+    ito__spinlock gq_lock ITO_ALIGNED_CACHELINE;
+    struct ito__thread *gq_head, *gq_tail;          /* gq_lock; linked by node.next */
+    _Atomic size_t gq_len;
+
+    /* Threads created or exited outside any vproc (foreign spawns). */
+    _Atomic int64_t foreign_spawns ITO_ALIGNED_CACHELINE;
+    _Atomic bool main_exited;             /* main called ito_exit */
+};
+
+extern struct ito__runtime ito__rt;
+
+int ito__init_slow(const ito_config_t *cfg, bool explicit_call);
+
+/* The init gate: one acquire load on the fast path. Pairs with the release
+ * store of ITO_RT_READY at the end of initialization. */
+static inline int ito__ensure_init(void)
+{
+    int s = atomic_load_explicit(&ito__rt.state, memory_order_acquire);
+    if (ITO_LIKELY(s == ITO_RT_READY))
+        return 0;
+    return ito__init_slow(NULL, false);
+}
+
+static inline bool ito__initialized(void)
+{
+    return atomic_load_explicit(&ito__rt.state, memory_order_acquire) == ITO_RT_READY;
+}
+
+/* The default stack size (resolved from the environment before init). */
+size_t ito__default_stack_size(void);
+/* Install the stack-overflow reporter (overflow.c). */
+void ito__overflow_install(void);
+
+/* Policy registry (policy/registry.c) */
+const ito_policy_ops_t *ito__policy_find(const char *name);
+void ito__policies_builtin(void);
+
+#endif

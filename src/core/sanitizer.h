@@ -1,0 +1,61 @@
+/* Telling sanitizers and valgrind about stack switches. Without this,
+ * AddressSanitizer reports false stack-buffer errors after a switch and
+ * ThreadSanitizer attributes a thread's accesses to the wrong history. All of
+ * it compiles to nothing in ordinary builds. */
+#ifndef ITO_CORE_SANITIZER_H
+#define ITO_CORE_SANITIZER_H
+
+#include <stddef.h>
+#include "base/compiler.h"
+
+#ifdef ITO_ASAN
+void __sanitizer_start_switch_fiber(void **fake_stack_save, const void *bottom, size_t size);
+void __sanitizer_finish_switch_fiber(void *fake_stack_save, const void **bottom_old, size_t *size_old);
+/* Before switching to a context whose stack is [bottom, bottom+size).
+ * save: where the current context keeps its fake stack (NULL if it dies). */
+static inline void ito__san_start(void **save, const void *bottom, size_t size)
+{
+    __sanitizer_start_switch_fiber(save, bottom, size);
+}
+/* First thing after a context resumes (or starts: save == NULL). */
+static inline void ito__san_finish(void *save)
+{
+    const void *b;
+    size_t s;
+    __sanitizer_finish_switch_fiber(save, &b, &s);
+}
+#else
+static inline void ito__san_start(void **save, const void *bottom, size_t size) { (void)save; (void)bottom; (void)size; }
+static inline void ito__san_finish(void *save) { (void)save; }
+#endif
+
+#ifdef ITO_TSAN
+void *__tsan_get_current_fiber(void);
+void *__tsan_create_fiber(unsigned flags);
+void __tsan_destroy_fiber(void *fiber);
+void __tsan_switch_to_fiber(void *fiber, unsigned flags);
+void __tsan_set_fiber_name(void *fiber, const char *name);
+static inline void *ito__tsan_current(void) { return __tsan_get_current_fiber(); }
+static inline void *ito__tsan_create(void) { return __tsan_create_fiber(0); }
+static inline void ito__tsan_destroy(void *f) { if (f) __tsan_destroy_fiber(f); }
+static inline void ito__tsan_switch(void *f) { __tsan_switch_to_fiber(f, 0); }
+#else
+static inline void *ito__tsan_current(void) { return NULL; }
+static inline void *ito__tsan_create(void) { return NULL; }
+static inline void ito__tsan_destroy(void *f) { (void)f; }
+static inline void ito__tsan_switch(void *f) { (void)f; }
+#endif
+
+#if defined(ITO_HAVE_VALGRIND_H)
+#include <valgrind/valgrind.h>
+static inline unsigned ito__vg_stack_register(void *lo, void *hi)
+{
+    return VALGRIND_STACK_REGISTER(lo, hi);
+}
+static inline void ito__vg_stack_deregister(unsigned id) { VALGRIND_STACK_DEREGISTER(id); }
+#else
+static inline unsigned ito__vg_stack_register(void *lo, void *hi) { (void)lo; (void)hi; return 0; }
+static inline void ito__vg_stack_deregister(unsigned id) { (void)id; }
+#endif
+
+#endif

@@ -1,0 +1,379 @@
+/*
+ * The scheduler: how a vproc goes from one thread to the next.
+ *
+ * Problem. Switching threads must cost about a function call, yet a thread
+ * may be made ready by any vproc (or a foreign kernel thread) at any moment,
+ * including while it is still on its way out of its own vproc.
+ *
+ * Approach. Threads switch directly to each other on the running thread's
+ * stack: a thread that blocks asks the policy for the next thread of its own
+ * vproc and jumps straight to it. Only when the vproc has nothing local to
+ * run does it jump to the activation's scheduler context (the idle loop in
+ * idle.c), which looks at the global queue, the timers and other vprocs
+ * (stealing), then spins and finally sleeps. Heavy work therefore never runs
+ * on a thread's stack while that thread may already be wanted elsewhere.
+ *
+ * The race of a thread being made ready before it has left its vproc is
+ * resolved by the saved stack pointer: a thread's ctx.sp is NULL while it
+ * runs and is stored — by the context switch, as its very last access to the
+ * old stack (context.S) — when it is suspended. Whoever takes a ready thread
+ * waits (acquire load) until ctx.sp is set before jumping to it; the wait is
+ * a few instructions long except when the kernel preempts the other
+ * activation at that instant.
+ *
+ * Ready threads are routed (ito__ready): to the calling vproc's policy, to
+ * the thread's preferred vproc through that vproc's inbox (a lock-free stack
+ * it drains at its next pick), or, from a foreign kernel thread, to the global
+ * queue. Policies thus only ever see enqueue and pick on the vproc that owns
+ * the structure, and steal from idle ones.
+ *
+ * Work that must follow a switch (returning an exited thread's stack to the
+ * pool, freeing its descriptor) is left in vp->handover by the departing
+ * context and done by the arriving one (after_resume).
+ *
+ * Rejected: switching through the scheduler context every time (one more
+ * switch per operation, ~5 ns) and holding the wait-queue lock across the
+ * switch (a lock held while the policy picks; forbidden by our lock rules).
+ */
+#include "core/sched.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+#include "base/clock.h"
+#include "base/panic.h"
+#include "core/runtime.h"
+#include "core/sanitizer.h"
+#include "core/stats.h"
+
+/* How many picks between two looks at the clock (timers, policy tick) and at
+ * the global queue. At ~20 ns per switch this is a few microseconds. */
+#define ITO_PERIODIC_PICKS 32
+/* Policy tick period. */
+#define ITO_TICK_NS 1000000u
+
+/* ---------------------------------------------------------------- routing */
+
+static void inbox_push(struct ito__vproc *vp, struct ito__thread *t)
+{
+    struct ito__thread *head = atomic_load_explicit(&vp->inbox, memory_order_relaxed);
+    do
+        t->qnext = head;
+    /* Release: the thread's fields (and qnext) are visible to the vproc that
+     * pops the list with the acquire exchange in ito__pick_local. */
+    while (!atomic_compare_exchange_weak_explicit(&vp->inbox, &head, t, memory_order_release,
+                                                  memory_order_relaxed));
+}
+
+static void global_push(struct ito__thread *t)
+{
+    ito__spin_lock(&ito__rt.gq_lock);
+    t->qnext = NULL;
+    if (ito__rt.gq_tail)
+        ito__rt.gq_tail->qnext = t;
+    else
+        ito__rt.gq_head = t;
+    ito__rt.gq_tail = t;
+    atomic_fetch_add_explicit(&ito__rt.gq_len, 1, memory_order_relaxed);
+    ito__spin_unlock(&ito__rt.gq_lock);
+}
+
+unsigned ito__global_drain(struct ito__vproc *vp, unsigned max)
+{
+    if (!atomic_load_explicit(&ito__rt.gq_len, memory_order_relaxed))
+        return 0;
+    ito__spin_lock(&ito__rt.gq_lock);
+    struct ito__thread *list = ito__rt.gq_head, *last = NULL;
+    unsigned n = 0;
+    for (struct ito__thread *t = list; t && n < max; t = t->qnext) {
+        last = t;
+        n++;
+    }
+    if (n) {
+        ito__rt.gq_head = last->qnext;
+        if (!ito__rt.gq_head)
+            ito__rt.gq_tail = NULL;
+        last->qnext = NULL;
+        atomic_fetch_sub_explicit(&ito__rt.gq_len, n, memory_order_relaxed);
+    }
+    ito__spin_unlock(&ito__rt.gq_lock);
+    for (unsigned i = 0; i < n; i++) {
+        struct ito__thread *next = list->qnext;
+        ito__rt.policy->enqueue(&vp->pv, &list->node, (ito_ready_reason_t)list->ready_reason);
+        list = next;
+    }
+    return n;
+}
+
+void ito__ready(struct ito__thread *t, ito_ready_reason_t why)
+{
+    struct ito__vproc *vp = ito__vproc_self();
+    if (ITO_UNLIKELY(t->pref_vproc >= 0)) {
+        struct ito__vproc *home = ito__rt.vprocs[t->pref_vproc];
+        if (home != vp) {
+            t->ready_reason = (uint8_t)why;
+            inbox_push(home, t);
+            ito__vproc_kick(home);
+            return;
+        }
+    }
+    if (ITO_LIKELY(vp != NULL)) {
+        ito__rt.policy->enqueue(&vp->pv, &t->node, why);
+        if (why != ITO_READY_YIELD)
+            ito__idle_notify();
+        return;
+    }
+    t->ready_reason = (uint8_t)why;
+    global_push(t);
+    ito__idle_notify();
+}
+
+void ito__inbox_drain(struct ito__vproc *vp, struct ito__thread *list)
+{
+    /* The stack holds the most recent first; hand them over oldest first. */
+    struct ito__thread *rev = NULL;
+    while (list) {
+        struct ito__thread *next = list->qnext;
+        list->qnext = rev;
+        rev = list;
+        list = next;
+    }
+    while (rev) {
+        struct ito__thread *next = rev->qnext;
+        ito__rt.policy->enqueue(&vp->pv, &rev->node, (ito_ready_reason_t)rev->ready_reason);
+        rev = next;
+    }
+}
+
+/* ---------------------------------------------------------------- picking */
+
+bool ito__claim(struct ito__thread *t)
+{
+    int s = ito__thread_state(t);
+    if (ITO_UNLIKELY(atomic_load_explicit(&t->susp_req, memory_order_relaxed))) {
+        ito__spin_lock(&t->lk);
+        if (atomic_load_explicit(&t->susp_req, memory_order_relaxed)) {
+            ito__thread_set_state(t, s, ITO_TS_SUSPENDED);
+            ito__spin_unlock(&t->lk);
+            return false;
+        }
+        ito__spin_unlock(&t->lk);
+    }
+    ito__thread_set_state(t, s, ITO_TS_RUNNING);
+    return true;
+}
+
+/* Every ITO_PERIODIC_PICKS picks: expired timers, the global queue (so that
+ * threads readied from outside cannot starve behind local work), and the
+ * policy's tick. */
+static ITO_NOINLINE void periodic(struct ito__vproc *vp)
+{
+    vp->pick_count = 0;
+    uint64_t next = atomic_load_explicit(&vp->timers.next, memory_order_relaxed);
+    uint64_t now = 0;
+    if (next != UINT64_MAX || ito__rt.policy->tick) {
+        now = ito__now_ns();
+        if (next <= now)
+            ito__timers_run(&vp->timers, now);
+        if (ito__rt.policy->tick && now - vp->last_tick_ns >= ITO_TICK_NS) {
+            vp->last_tick_ns = now;
+            ito__rt.policy->tick(&vp->pv);
+        }
+    }
+    ito__global_drain(vp, 8);
+}
+
+struct ito__thread *ito__pick_local(struct ito__vproc *vp)
+{
+    /* ticks tells others this vproc is making progress (idle.c). Owner-only
+     * writes; relaxed is enough for a heuristic. */
+    atomic_store_explicit(&vp->ticks, atomic_load_explicit(&vp->ticks, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
+    if (atomic_load_explicit(&vp->inbox, memory_order_relaxed)) {
+        /* Acquire pairs with the release CAS in inbox_push. */
+        struct ito__thread *list = atomic_exchange_explicit(&vp->inbox, NULL, memory_order_acquire);
+        ito__inbox_drain(vp, list);
+    }
+    if (ITO_UNLIKELY(++vp->pick_count >= ITO_PERIODIC_PICKS))
+        periodic(vp);
+    for (;;) {
+        ito_policy_node_t *n = ito__rt.policy->pick(&vp->pv);
+        if (!n)
+            return NULL;
+        struct ito__thread *t = ito__thread_of_node(n);
+        if (ITO_LIKELY(ito__claim(t))) {
+            ITO_STAT_INC(vp, decisions);
+            return t;
+        }
+    }
+}
+
+/* -------------------------------------------------------------- switching */
+
+/* Give `next` a context if it has none yet: a stack (from the pool) and a
+ * frame that enters ito__thread_entry. */
+static void *start_frame(struct ito__vproc *vp, struct ito__thread *next)
+{
+    if (!next->stack.lo) {
+        int e = ito__stack_get(vp, next->stack_size, &next->stack);
+        if (e)
+            ito__panic("cannot allocate a %zu-byte stack for thread %u \"%s\" (%s); "
+                       "lower ITO_STACK_SIZE or free memory",
+                       next->stack_size, next->index, next->name, e == ENOMEM ? "out of memory" : "error");
+    }
+    if (!next->tsan_fiber)
+        next->tsan_fiber = ito__tsan_create();
+    next->started = true;
+    return ito__ctx_make(ito__stack_top(&next->stack), ito__thread_entry, next->fpctl);
+}
+
+/* The saved stack pointer of a thread that was made ready while switching
+ * out, once its switch has completed. */
+static void *wait_saved(struct ito__thread *t)
+{
+    /* Acquire pairs with the store of ctx.sp in ito__ctx_jump (context.S). */
+    void *sp = __atomic_load_n(&t->ctx.sp, __ATOMIC_ACQUIRE);
+    unsigned spins = 0;
+    while (ITO_UNLIKELY(!sp)) {
+        if (++spins < 4096)
+            ito__cpu_relax();
+        else {
+            sched_yield();   /* the other activation was preempted mid-switch */
+            spins = 0;
+        }
+        sp = __atomic_load_n(&t->ctx.sp, __ATOMIC_ACQUIRE);
+    }
+    t->ctx.sp = NULL;
+    return sp;
+}
+
+/* Finish the switch that resumed the context running this code. */
+static inline void after_resume(struct ito__thread *self, void *fake_stack)
+{
+    struct ito__activation *act = ito__activation_self();
+    struct ito__vproc *vp = act->vp;
+    ito__san_finish(fake_stack);
+    struct ito__handover *h = &vp->handover;
+    if (ITO_UNLIKELY(h->dead_stack.lo || h->dead)) {
+        if (h->dead_stack.lo) {
+            ito__stack_put(vp, &h->dead_stack);
+            h->dead_stack.lo = NULL;
+        }
+        ito__tsan_destroy(h->dead_tsan_fiber);
+        h->dead_tsan_fiber = NULL;
+        if (h->dead) {
+            ito__thread_free(vp, h->dead);
+            h->dead = NULL;
+        }
+    }
+    if (self)
+        *act->errno_ptr = self->saved_errno;
+}
+
+/* Switch from the running context — thread `cur`, or the scheduler context
+ * if cur is NULL — to `next` (claimed, RUNNING), or to the scheduler context
+ * if next is NULL. If `dying`, cur is gone: its descriptor may be reused at
+ * any moment, so nothing is saved into it. Returns when cur runs again. */
+static void switch_to(struct ito__activation *act, struct ito__thread *cur, struct ito__thread *next,
+                      bool dying)
+{
+    struct ito__vproc *vp = act->vp;
+    void *sp;
+    const void *lo;
+    size_t size;
+    void *fiber;
+    if (next) {
+        sp = next->started ? wait_saved(next) : start_frame(vp, next);
+        next->vp = vp;
+        lo = next->stack.lo;
+        size = next->stack.size;
+        fiber = next->tsan_fiber;
+        ITO_STAT_INC(vp, switches);
+    } else {
+        sp = act->sched.sp;
+        act->sched.sp = NULL;
+        lo = act->sched_stack.lo;
+        size = act->sched_stack.size;
+        fiber = act->sched_tsan_fiber;
+    }
+    vp->current = next;
+    struct ito__ctx scratch;
+    struct ito__ctx *from;
+    void **fake_save;
+    if (dying) {
+        from = &scratch;
+        fake_save = NULL;
+    } else if (cur) {
+        from = &cur->ctx;
+        fake_save = &cur->asan_fake_stack;
+        cur->saved_errno = *act->errno_ptr;
+    } else {
+        from = &act->sched;
+        fake_save = &act->sched_fake_stack;
+    }
+    ito__san_start(fake_save, lo, size);
+    ito__tsan_switch(fiber);
+    ito__ctx_jump(from, sp, NULL);
+    /* Resumed: possibly on another activation. */
+    after_resume(cur, cur ? cur->asan_fake_stack : ito__activation_self()->sched_fake_stack);
+}
+
+void ito__switch_out(struct ito__thread *cur)
+{
+    struct ito__activation *act = ito__activation_self();
+    struct ito__thread *next = ito__pick_local(act->vp);
+    if (next == cur)
+        return;   /* it was made ready again before it left: keep running */
+    switch_to(act, cur, next, false);
+}
+
+void ito__switch_out_dead(struct ito__vproc *vp, struct ito__thread *next)
+{
+    struct ito__activation *act = vp->act;
+    if (!next)
+        next = ito__pick_local(vp);
+    switch_to(act, NULL, next, true);
+    ito__panic("an exited thread was resumed");
+}
+
+void ito__switch_to(struct ito__thread *cur, struct ito__thread *next)
+{
+    switch_to(ito__activation_self(), cur, next, false);
+}
+
+/* ------------------------------------------------------------- run loop */
+
+void ito__sched_loop(struct ito__activation *act)
+{
+    for (;;) {
+        struct ito__thread *t = ito__idle_find(act->vp);
+        switch_to(act, NULL, t, false);
+        act = ito__activation_self();
+    }
+}
+
+/* Entry of a scheduler context made on a separate stack (the adopted
+ * activation's). */
+void ito__sched_entry(ito__transfer_t tr)
+{
+    (void)tr;
+    after_resume(NULL, NULL);
+    ito__sched_loop(ito__activation_self());
+}
+
+/* Entry of every thread context (see ito__ctx_make in start_frame). */
+void ito__thread_entry(ito__transfer_t tr)
+{
+    (void)tr;
+    after_resume(NULL, NULL);
+    struct ito__thread *self = ito__activation_self()->vp->current;
+    *ito__activation_self()->errno_ptr = 0;
+    void *r = self->fn(self->arg);
+    ito__thread_exit(ito__thread_self(), r);
+}
+
+void ito__ctx_returned(void)
+{
+    ito__panic("a context's entry function returned; it must end by switching away "
+               "(ito_cont_switch) or, in a thread, by returning from the thread function");
+}

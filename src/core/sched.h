@@ -1,0 +1,53 @@
+/* The scheduler's interface to the rest of ito: making threads ready,
+ * giving up the vproc, and the per-activation run loop. See sched.c. */
+#ifndef ITO_CORE_SCHED_H
+#define ITO_CORE_SCHED_H
+
+#include <ito/policy.h>
+
+#include "core/thread.h"
+#include "core/vproc.h"
+
+/* Hand a ready thread (state NEW or READY) to a vproc: the caller's own (through
+ * the policy), the thread's preferred one (through its inbox), or the global
+ * queue when called from a foreign kernel thread. Never switches. */
+void ito__ready(struct ito__thread *t, ito_ready_reason_t why);
+
+/* The running thread `cur` gives up its vproc after changing its own state
+ * (READY and enqueued, BLOCKED, SUSPENDED). Returns when it runs again,
+ * possibly on another vproc. */
+void ito__switch_out(struct ito__thread *cur);
+
+/* The running thread has exited: run `next` (claimed) if not NULL, else
+ * whatever vp has; never come back. */
+_Noreturn void ito__switch_out_dead(struct ito__vproc *vp, struct ito__thread *next);
+
+/* Directed switch: the running thread `cur` (already BLOCKED) hands its vproc
+ * to `next` (claimed, RUNNING), bypassing the policy. Returns when cur runs
+ * again. */
+void ito__switch_to(struct ito__thread *cur, struct ito__thread *next);
+
+/* Run loop of an activation's scheduler context. */
+_Noreturn void ito__sched_loop(struct ito__activation *act);
+void ito__sched_entry(ito__transfer_t tr);
+
+/* Take the next thread from vp's local sources (inbox, policy), claimed
+ * (state RUNNING), or NULL. */
+struct ito__thread *ito__pick_local(struct ito__vproc *vp);
+/* Move threads from the global queue to vp's policy; returns how many. */
+unsigned ito__global_drain(struct ito__vproc *vp, unsigned max);
+/* Claim a thread just taken from a policy: RUNNING, or diverted to SUSPENDED
+ * (returns false) when a suspension was requested. */
+bool ito__claim(struct ito__thread *t);
+/* Move vp's inbox into its policy. */
+void ito__inbox_drain(struct ito__vproc *vp, struct ito__thread *list);
+
+/* idle.c: the idle protocol */
+struct ito__thread *ito__idle_find(struct ito__vproc *vp);
+void ito__idle_notify(void);
+void ito__vproc_kick(struct ito__vproc *vp);
+void ito__idle_init(void);
+void ito__fence_light(void);
+void ito__idle_timer_armed(uint64_t deadline);
+
+#endif

@@ -1,0 +1,50 @@
+/* Thread stacks: mmap'd, pooled per vproc, a guard page below each while the
+ * kernel's mapping budget allows it. See stack.c. */
+#ifndef ITO_CORE_STACK_H
+#define ITO_CORE_STACK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct ito__vproc;
+
+enum {
+    ITO_STACK_GUARDED = 1u << 0,   /* a PROT_NONE page sits just below lo */
+    ITO_STACK_POOLED = 1u << 1,    /* belongs to ito's pools (else: not ours, e.g. main's) */
+};
+
+struct ito__stack {
+    void *lo;                /* lowest usable address; NULL: no stack */
+    size_t size;             /* usable bytes */
+    uint32_t flags;
+    uint32_t vg_id;          /* valgrind stack id */
+};
+
+static inline void *ito__stack_top(const struct ito__stack *s) { return (char *)s->lo + s->size; }
+
+int ito__stacks_init(size_t default_size);
+/* Get a stack of `size` usable bytes (page multiple) from vp's pool (vp may be
+ * NULL). Returns 0 or ENOMEM. */
+int ito__stack_get(struct ito__vproc *vp, size_t size, struct ito__stack *out);
+/* Give a stack back to vp's pool (vp may be NULL). */
+void ito__stack_put(struct ito__vproc *vp, struct ito__stack *s);
+/* Map a standalone guarded stack (for continuations and scheduler contexts). */
+int ito__stack_map_standalone(size_t size, struct ito__stack *out, void **mapping, size_t *mapping_size);
+void ito__stack_unmap_standalone(void *mapping, size_t mapping_size, struct ito__stack *s);
+/* An unguarded stack's thread switched out with its stack pointer below the
+ * margin: report the overflow and abort. */
+void ito__stack_overflowed(const struct ito__stack *s, uint32_t thread_index, const char *name)
+    __attribute__((noreturn, cold));
+/* Stack pointer margin (bytes above lo) below which an unguarded stack counts as overflowed. */
+#define ITO_STACK_MARGIN 256
+struct ito__stack_cache *ito__stack_cache_create(void);
+/* Round a requested size to whole pages. */
+size_t ito__stack_round(size_t size);
+/* True if addr lies in the guard page of s. */
+static inline int ito__stack_guard_hit(const struct ito__stack *s, uintptr_t addr, size_t page)
+{
+    uintptr_t lo = (uintptr_t)s->lo;
+    return s->lo && (s->flags & ITO_STACK_GUARDED) && addr < lo && addr >= lo - page;
+}
+
+#endif

@@ -1,0 +1,29 @@
+/* ito_stats_get: the per-vproc counters summed. */
+#include <errno.h>
+#include <string.h>
+
+#include <ito.h>
+
+#include "core/runtime.h"
+#include "core/stats.h"
+
+ITO_API int ito_stats_get(ito_stats_t *s)
+{
+    if (!s)
+        return EINVAL;
+    int e = ito__ensure_init();
+    if (e)
+        return e;
+    memset(s, 0, sizeof *s);
+    for (int i = 0; i < ito__rt.nvprocs; i++) {
+        struct ito__vproc *vp = ito__rt.vprocs[i];
+        s->spawns += ITO_STAT_READ(vp, spawns);
+        s->switches += ITO_STAT_READ(vp, switches);
+        s->decisions += ITO_STAT_READ(vp, decisions);
+        s->steals += ITO_STAT_READ(vp, steals);
+        s->idle_sleeps += ITO_STAT_READ(vp, idle_sleeps);
+        s->wakeups += ITO_STAT_READ(vp, wakeups);
+    }
+    s->spawns += (uint64_t)atomic_load_explicit(&ito__rt.foreign_spawns, memory_order_relaxed);
+    return 0;
+}

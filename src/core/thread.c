@@ -1,0 +1,639 @@
+/*
+ * Threads: the public thread API on top of descriptors (handle.c), the
+ * scheduler (sched.c) and waiting (sync/wait.c).
+ *
+ * Spawning allocates a descriptor from the vproc's cache and hands it to the
+ * policy as NEW: no stack, no context yet (start_frame in sched.c gives it
+ * both when it first runs). Exiting publishes the result, wakes the joiner
+ * (or frees a detached thread) and leaves the stack to the next context on
+ * the vproc (handover), because the exiting thread is still standing on it.
+ *
+ * Join, detach, exit and futures race on the ctl word (thread.h): whoever
+ * sets EXITED while JOINED is set, or JOINED while EXITED is set, knows the
+ * other party exists; the joiner frees the descriptor. Operations through a
+ * handle that read or write other fields (priority, data, suspension) hold
+ * t->lk and re-check the generation under it (ito__thread_lock_live), which
+ * is what makes a stale handle harmless.
+ */
+#include <errno.h>
+#include <sched.h>
+#include <string.h>
+#include <time.h>
+
+#include <ito.h>
+
+#include "base/panic.h"
+#include "core/runtime.h"
+#include "core/sanitizer.h"
+#include "core/sched.h"
+#include "core/stats.h"
+#include "core/thread.h"
+#include "sync/wait.h"
+
+#define ATTR_MAGIC 0x6974f0a7u
+#define ATTR_DETACHED 1u
+
+
+struct ito__thread *ito__thread_self(void)
+{
+    struct ito__activation *act = ito__activation_self();
+    return act ? act->vp->current : NULL;
+}
+
+void ito__thread_bad_transition(struct ito__thread *t, int from, int to, int actual)
+{
+    static const char *const names[] = { "NEW", "READY", "RUNNING", "BLOCKED", "SUSPENDED", "EXITED", "FREE" };
+    ito__panic("internal error: thread %u: illegal state change %s -> %s (state is %s); please report it",
+               t->index, names[from], names[to], actual >= 0 && actual < ITO_TS_COUNT ? names[actual] : "?");
+}
+
+/* ------------------------------------------------------------ attributes */
+
+ITO_API int ito_attr_init(ito_attr_t *a)
+{
+    if (!a)
+        return EINVAL;
+    memset(a, 0, sizeof *a);
+    a->magic_ = ATTR_MAGIC;
+    a->priority_ = ITO_PRIO_DEFAULT;
+    a->vproc_ = -1;
+    return 0;
+}
+
+#define ATTR_CHECK(a) \
+    do {                                                         \
+        if (!(a) || (a)->magic_ != ATTR_MAGIC)                   \
+            return EINVAL;                                       \
+    } while (0)
+
+ITO_API int ito_attr_set_stack_size(ito_attr_t *a, size_t bytes)
+{
+    ATTR_CHECK(a);
+    if (bytes < ITO_STACK_MIN || bytes > ITO_STACK_MAX)
+        return EINVAL;
+    a->stack_size_ = bytes;
+    return 0;
+}
+
+ITO_API int ito_attr_get_stack_size(const ito_attr_t *a, size_t *bytes)
+{
+    ATTR_CHECK(a);
+    if (!bytes)
+        return EINVAL;
+    *bytes = a->stack_size_ ? a->stack_size_ : ito__default_stack_size();
+    return 0;
+}
+
+ITO_API int ito_attr_set_priority(ito_attr_t *a, int prio)
+{
+    ATTR_CHECK(a);
+    if (prio < 0 || prio > ITO_PRIO_MAX)
+        return EINVAL;
+    a->priority_ = prio;
+    return 0;
+}
+
+ITO_API int ito_attr_get_priority(const ito_attr_t *a, int *prio)
+{
+    ATTR_CHECK(a);
+    if (!prio)
+        return EINVAL;
+    *prio = a->priority_;
+    return 0;
+}
+
+ITO_API int ito_attr_set_detached(ito_attr_t *a, bool detached)
+{
+    ATTR_CHECK(a);
+    a->flags_ = detached ? (a->flags_ | ATTR_DETACHED) : (a->flags_ & ~ATTR_DETACHED);
+    return 0;
+}
+
+ITO_API int ito_attr_get_detached(const ito_attr_t *a, bool *detached)
+{
+    ATTR_CHECK(a);
+    if (!detached)
+        return EINVAL;
+    *detached = a->flags_ & ATTR_DETACHED;
+    return 0;
+}
+
+ITO_API int ito_attr_set_name(ito_attr_t *a, const char *name)
+{
+    ATTR_CHECK(a);
+    if (!name)
+        return EINVAL;
+    size_t n = strlen(name);
+    if (n >= ITO_NAME_MAX)
+        return ERANGE;
+    memcpy(a->name_, name, n + 1);
+    return 0;
+}
+
+ITO_API int ito_attr_get_name(const ito_attr_t *a, char *buf, size_t len)
+{
+    ATTR_CHECK(a);
+    if (!buf)
+        return EINVAL;
+    size_t n = strlen(a->name_);
+    if (n + 1 > len)
+        return ERANGE;
+    memcpy(buf, a->name_, n + 1);
+    return 0;
+}
+
+ITO_API int ito_attr_set_vproc(ito_attr_t *a, int vproc)
+{
+    ATTR_CHECK(a);
+    if (vproc < -1)
+        return EINVAL;
+    a->vproc_ = vproc;
+    return 0;
+}
+
+ITO_API int ito_attr_get_vproc(const ito_attr_t *a, int *vproc)
+{
+    ATTR_CHECK(a);
+    if (!vproc)
+        return EINVAL;
+    *vproc = a->vproc_;
+    return 0;
+}
+
+/* ------------------------------------------------------------- spawning */
+
+int ito__spawn(uint64_t *id_out, const ito_attr_t *attr, void *(*fn)(void *), void *arg, uint32_t ctl_flags)
+{
+    if (!fn)
+        return EINVAL;
+    int e = ito__ensure_init();
+    if (e)
+        return e;
+    size_t stack_size = ito__rt.stack_size;
+    int prio = ITO_PRIO_DEFAULT, pref = -1;
+    const char *name = NULL;
+    if (attr) {
+        if (attr->magic_ != ATTR_MAGIC)
+            return EINVAL;
+        if (attr->stack_size_)
+            stack_size = ito__stack_round(attr->stack_size_);
+        prio = attr->priority_;
+        pref = attr->vproc_;
+        if (pref >= ito__rt.nvprocs)
+            return EINVAL;
+        if ((attr->flags_ & ATTR_DETACHED) && !(ctl_flags & ITO_CTL_FUTURE))
+            ctl_flags |= ITO_CTL_DETACHED;
+        name = attr->name_;
+    }
+    if (!id_out && !(ctl_flags & ITO_CTL_DETACHED))
+        return EINVAL;
+
+    struct ito__vproc *vp = ito__vproc_self();
+    struct ito__thread *t = ito__thread_alloc(vp);
+    if (!t)
+        return EAGAIN;
+    t->vp = NULL;
+    t->saved_errno = 0;
+    t->ready_reason = 0;
+    t->flags = 0;
+    t->started = false;
+    t->pref_vproc = (int16_t)pref;
+    t->prio = prio;
+    atomic_store_explicit(&t->susp_req, 0, memory_order_relaxed);
+    t->fn = fn;
+    t->arg = arg;
+    t->result = NULL;
+    atomic_store_explicit(&t->joiner, NULL, memory_order_relaxed);
+    t->fpctl = ito__arch_fpctl();   /* POSIX: a thread inherits its creator's FP environment */
+    t->ctx.sp = NULL;
+    t->stack.lo = NULL;
+    t->stack.flags = 0;
+    t->stack_size = stack_size;
+    t->exit_waiters.head = t->exit_waiters.tail = NULL;
+    t->data = NULL;
+    t->keys = NULL;
+    if (name && name[0])
+        memcpy(t->name, name, ITO_NAME_MAX);
+    else
+        t->name[0] = 0;
+    t->asan_fake_stack = NULL;
+    t->tsan_fiber = NULL;
+
+    uint64_t ctl = (atomic_load_explicit(&t->ctl, memory_order_relaxed) & ~(uint64_t)UINT32_MAX) | ctl_flags;
+    if (id_out)
+        *id_out = ito__thread_id(t, ctl);
+    if (vp)
+        ITO_STAT_INC(vp, spawns);
+    else
+        atomic_fetch_add_explicit(&ito__rt.foreign_spawns, 1, memory_order_relaxed);
+    ito__thread_set_state(t, ITO_TS_FREE, ITO_TS_NEW);
+    /* Release: handle lookups (acquire) see an initialized descriptor. */
+    atomic_store_explicit(&t->ctl, ctl, memory_order_release);
+    ito__ready(t, ITO_READY_SPAWN);
+    return 0;
+}
+
+ITO_API int ito_spawn(ito_thread_t *t, const ito_attr_t *attr, void *(*fn)(void *), void *arg)
+{
+    return ito__spawn(t ? &t->id : NULL, attr, fn, arg, 0);
+}
+
+/* ------------------------------------------------------------------ exit */
+
+/* Wait for t's exit (t->lk protects exit_waiters). */
+void ito__thread_wait_exit(struct ito__thread *t)
+{
+    struct ito__waiter local;
+    ito__spin_lock(&t->lk);
+    if (atomic_load_explicit(&t->ctl, memory_order_acquire) & ITO_CTL_EXITED) {
+        ito__spin_unlock(&t->lk);
+        return;
+    }
+    struct ito__waiter *w = ito__waiter_init(&local);
+    ito__waitq_push(&t->exit_waiters, w);
+    ito__wait_begin(w, 0);
+    ito__spin_unlock(&t->lk);
+    ito__wait_end(w, &t->lk, &t->exit_waiters);
+}
+
+void ito__thread_exit(struct ito__thread *t, void *result)
+{
+    if (t->keys)
+        ito__keys_run_destructors(t);   /* user code: may switch */
+    t->result = result;
+    struct ito__vproc *vp = ito__vproc_self();
+    if (ITO_UNLIKELY(t->flags & ITO_TF_MAIN))
+        atomic_store_explicit(&ito__rt.main_exited, true, memory_order_release);
+    else
+        ITO_STAT_INC(vp, exits);
+    /* The stack and the TSan fiber outlive the thread until the next context
+     * runs on this vproc (after_resume in sched.c). Main's kernel stack and
+     * fiber are not ours to free. */
+    if (t->stack.flags & ITO_STACK_POOLED) {
+        vp->handover.dead_stack = t->stack;
+        vp->handover.dead_tsan_fiber = t->tsan_fiber;
+        t->tsan_fiber = NULL;
+    }
+    t->stack.lo = NULL;
+    t->stack.flags = 0;
+    t->started = false;
+    ito__thread_set_state(t, ITO_TS_RUNNING, ITO_TS_EXITED);
+
+    /* Publish EXITED. Release: the result is visible to whoever sees it. Once
+     * JOINED is set nobody but the joiner and us touches ctl, so a store does. */
+    uint64_t ctl = atomic_load_explicit(&t->ctl, memory_order_acquire);
+    if (ctl & ITO_CTL_JOINED)
+        atomic_store_explicit(&t->ctl, ctl | ITO_CTL_EXITED, memory_order_release);
+    else
+        ctl = atomic_fetch_or_explicit(&t->ctl, ITO_CTL_EXITED, memory_order_acq_rel);
+
+    struct ito__thread *next = NULL;
+    if (ctl & ITO_CTL_JOINER_ITO) {
+        /* An ito thread joins us: it is BLOCKED and only we can wake it. It
+         * stores itself in `joiner` right after its claim (acquire pairs with
+         * that release store); the wait is a few instructions at most. */
+        struct ito__thread *j;
+        while (!(j = atomic_load_explicit(&t->joiner, memory_order_acquire)))
+            ito__cpu_relax();
+        ito__thread_set_state(j, ITO_TS_BLOCKED, ITO_TS_READY);
+        if (j->pref_vproc < 0 || j->pref_vproc == vp->index) {
+            if (ito__claim(j))
+                next = j;   /* hand the vproc straight back to the joiner */
+        } else {
+            ito__ready(j, ITO_READY_WAKE);
+        }
+    } else if (ctl & (ITO_CTL_JOINED | ITO_CTL_FUTURE)) {
+        /* Foreign joiner or future touchers wait in exit_waiters. */
+        ito__spin_lock(&t->lk);
+        struct ito__waiter *waiters = ito__waitq_claim_all(&t->exit_waiters);
+        ito__spin_unlock(&t->lk);
+        ito__wake_finish_all(waiters);
+    }
+    /* From here on t may be freed by its joiner at any moment: only the
+     * detached case still names it, and then nobody else does. */
+    if ((ctl & ITO_CTL_DETACHED) || ((ctl & ITO_CTL_RELEASED) && ito__ctl_pins(ctl) == 0))
+        vp->handover.dead = t;
+    ito__switch_out_dead(vp, next);
+}
+
+ITO_API void ito_exit(void *result)
+{
+    if (ito__ensure_init() == 0) {
+        struct ito__thread *self = ito__thread_self();
+        if (self)
+            ito__thread_exit(self, result);
+    }
+    ito__panic("ito_exit() called from a kernel thread that ito did not create; "
+               "only ito threads (and main, once ito is initialized there) can exit this way");
+}
+
+/* ------------------------------------------------------------ join/detach */
+
+ITO_API int ito_join(ito_thread_t th, void **result)
+{
+    int e = ito__ensure_init();
+    if (e)
+        return e;
+    uint64_t ctl;
+    struct ito__thread *t = ito__handle_lookup(th.id, &ctl);
+    if (!t)
+        return ESRCH;
+    struct ito__activation *act = ito__activation_self();
+    struct ito__thread *self = act ? act->vp->current : NULL;
+    if (t == self)
+        return EDEADLK;
+    uint32_t claim = self ? ITO_CTL_JOINED | ITO_CTL_JOINER_ITO : ITO_CTL_JOINED;
+    for (;;) {
+        if (ctl & (ITO_CTL_DETACHED | ITO_CTL_JOINED | ITO_CTL_FUTURE))
+            return EINVAL;
+        if (atomic_compare_exchange_weak_explicit(&t->ctl, &ctl, ctl | claim, memory_order_acq_rel,
+                                                  memory_order_acquire))
+            break;
+        if (ito__ctl_gen(ctl) != (uint32_t)(th.id >> 32) || (ctl & ITO_CTL_FREE))
+            return ESRCH;
+    }
+    /* Claimed: nobody else frees t now. */
+    if (!(ctl & ITO_CTL_EXITED)) {
+        if (!self) {
+            ito__thread_wait_exit(t);
+        } else {
+            /* Block, and tell t who to wake; t cannot exit without waking us
+             * (it waits for `joiner` once it sees JOINER_ITO). */
+            ito__thread_set_state(self, ITO_TS_RUNNING, ITO_TS_BLOCKED);
+            atomic_store_explicit(&t->joiner, self, memory_order_release);
+            ito_policy_vproc_t *pv = &act->vp->pv;
+            if (ito__thread_state(t) == ITO_TS_NEW && ito__rt.policy->take &&
+                ito__rt.policy->take(pv, &t->node) && ito__claim(t))
+                ito__switch_to(self, t);   /* not started yet: run it right now */
+            else
+                ito__switch_out(self);
+        }
+    }
+    if (result)
+        *result = t->result;
+    ito__thread_free(ito__vproc_self(), t);
+    return 0;
+}
+
+ITO_API int ito_detach(ito_thread_t th)
+{
+    int e = ito__ensure_init();
+    if (e)
+        return e;
+    uint64_t ctl;
+    struct ito__thread *t = ito__handle_lookup(th.id, &ctl);
+    if (!t)
+        return ESRCH;
+    for (;;) {
+        if (ctl & (ITO_CTL_DETACHED | ITO_CTL_JOINED | ITO_CTL_FUTURE))
+            return EINVAL;
+        if (atomic_compare_exchange_weak_explicit(&t->ctl, &ctl, ctl | ITO_CTL_DETACHED,
+                                                  memory_order_acq_rel, memory_order_acquire))
+            break;
+        if (ito__ctl_gen(ctl) != (uint32_t)(th.id >> 32) || (ctl & ITO_CTL_FREE))
+            return ESRCH;
+    }
+    if (ctl & ITO_CTL_EXITED)   /* already exited: we are the last to know it */
+        ito__thread_free(ito__vproc_self(), t);
+    return 0;
+}
+
+/* ----------------------------------------------------------- scheduling */
+
+ITO_API void ito_yield(void)
+{
+    if (ito__ensure_init() != 0) {
+        sched_yield();
+        return;
+    }
+    struct ito__activation *act = ito__activation_self();
+    if (!act) {
+        sched_yield();
+        return;
+    }
+    struct ito__thread *self = act->vp->current;
+    ito__thread_set_state(self, ITO_TS_RUNNING, ITO_TS_READY);
+    ito__rt.policy->enqueue(&act->vp->pv, &self->node, ITO_READY_YIELD);
+    ito__switch_out(self);
+}
+
+ITO_API ito_thread_t ito_self(void)
+{
+    if (ito__ensure_init() != 0)
+        return ITO_THREAD_NULL;
+    struct ito__thread *self = ito__thread_self();
+    if (!self)
+        return ITO_THREAD_NULL;
+    return (ito_thread_t){ ito__thread_id(self, atomic_load_explicit(&self->ctl, memory_order_relaxed)) };
+}
+
+/* Look up th and lock it; the caller unlocks. NULL: ESRCH. */
+static struct ito__thread *lock_handle(ito_thread_t th)
+{
+    if (ito__ensure_init() != 0)
+        return NULL;
+    struct ito__thread *t = ito__handle_lookup(th.id, NULL);
+    if (!t || !ito__thread_lock_live(t, th.id))
+        return NULL;
+    return t;
+}
+
+/* Wait until t (named by id) no longer runs user code. */
+static void wait_stopped(struct ito__thread *t, uint64_t id)
+{
+    for (unsigned i = 0;; i++) {
+        uint64_t ctl = atomic_load_explicit(&t->ctl, memory_order_acquire);
+        if (ito__ctl_gen(ctl) != (uint32_t)(id >> 32) || (ctl & ITO_CTL_FREE))
+            return;
+        if (ito__thread_state(t) != ITO_TS_RUNNING)
+            return;
+        if (i < 64)
+            ito_yield();
+        else {
+            struct timespec ts = { 0, 20000 };
+            if (ito__thread_self())
+                ito_sleep_ns(20000);
+            else
+                nanosleep(&ts, NULL);
+        }
+    }
+}
+
+ITO_API int ito_suspend(ito_thread_t th)
+{
+    struct ito__thread *t = lock_handle(th);
+    if (!t)
+        return ESRCH;
+    int s = ito__thread_state(t);
+    if (s == ITO_TS_EXITED) {
+        ito__spin_unlock(&t->lk);
+        return ESRCH;
+    }
+    atomic_store_explicit(&t->susp_req, 1, memory_order_relaxed);
+    if (t == ito__thread_self()) {
+        ito__thread_set_state(t, ITO_TS_RUNNING, ITO_TS_SUSPENDED);
+        ito__spin_unlock(&t->lk);
+        ito__switch_out(t);
+        return 0;
+    }
+    ito__spin_unlock(&t->lk);
+    if (s == ITO_TS_RUNNING)
+        wait_stopped(t, th.id);
+    return 0;
+}
+
+ITO_API int ito_resume(ito_thread_t th)
+{
+    struct ito__thread *t = lock_handle(th);
+    if (!t)
+        return ESRCH;
+    atomic_store_explicit(&t->susp_req, 0, memory_order_relaxed);
+    if (ito__thread_state(t) == ITO_TS_SUSPENDED) {
+        ito__thread_set_state(t, ITO_TS_SUSPENDED, t->started ? ITO_TS_READY : ITO_TS_NEW);
+        ito__spin_unlock(&t->lk);
+        ito__ready(t, ITO_READY_RESUME);
+        return 0;
+    }
+    ito__spin_unlock(&t->lk);
+    return 0;
+}
+
+ITO_API int ito_set_entry(ito_thread_t th, void *(*fn)(void *), void *arg)
+{
+    if (!fn)
+        return EINVAL;
+    struct ito__thread *t = lock_handle(th);
+    if (!t)
+        return ESRCH;
+    int e = 0;
+    if (t == ito__thread_self()) {
+        e = EINVAL;
+    } else if (ito__thread_state(t) != ITO_TS_SUSPENDED) {
+        e = atomic_load_explicit(&t->susp_req, memory_order_relaxed) ? EBUSY : EINVAL;
+    } else {
+        if (t->started) {
+            /* It may have suspended itself a moment ago: wait until its
+             * switch has saved the context, then drop the context. Acquire
+             * pairs with the store of ctx.sp in ito__ctx_jump. */
+            while (!__atomic_load_n(&t->ctx.sp, __ATOMIC_ACQUIRE))
+                ito__cpu_relax();
+            t->ctx.sp = NULL;
+            t->started = false;
+            t->asan_fake_stack = NULL;
+            if (!(t->stack.flags & ITO_STACK_POOLED))
+                t->stack.lo = NULL;   /* main's kernel stack: start anew on a pooled one */
+        }
+        t->fn = fn;
+        t->arg = arg;
+    }
+    ito__spin_unlock(&t->lk);
+    return e;
+}
+
+/* -------------------------------------------------------- thread fields */
+
+ITO_API int ito_set_priority(ito_thread_t th, int prio)
+{
+    if (prio < 0 || prio > ITO_PRIO_MAX)
+        return EINVAL;
+    struct ito__thread *t = lock_handle(th);
+    if (!t)
+        return ESRCH;
+    t->prio = prio;
+    ito__spin_unlock(&t->lk);
+    return 0;
+}
+
+ITO_API int ito_get_priority(ito_thread_t th, int *prio)
+{
+    if (!prio)
+        return EINVAL;
+    struct ito__thread *t = lock_handle(th);
+    if (!t)
+        return ESRCH;
+    *prio = t->prio;
+    ito__spin_unlock(&t->lk);
+    return 0;
+}
+
+ITO_API int ito_set_data(ito_thread_t th, void *data)
+{
+    struct ito__thread *self = ito__thread_self();
+    if (self && th.id == ito__thread_id(self, atomic_load_explicit(&self->ctl, memory_order_relaxed))) {
+        self->data = data;   /* a running thread cannot be freed: no lock */
+        return 0;
+    }
+    struct ito__thread *t = lock_handle(th);
+    if (!t)
+        return ESRCH;
+    t->data = data;
+    ito__spin_unlock(&t->lk);
+    return 0;
+}
+
+ITO_API void *ito_get_data(ito_thread_t th)
+{
+    struct ito__thread *self = ito__thread_self();
+    if (self && th.id == ito__thread_id(self, atomic_load_explicit(&self->ctl, memory_order_relaxed)))
+        return self->data;
+    struct ito__thread *t = lock_handle(th);
+    if (!t)
+        return NULL;
+    void *d = t->data;
+    ito__spin_unlock(&t->lk);
+    return d;
+}
+
+ITO_API int ito_set_name(ito_thread_t th, const char *name)
+{
+    if (!name)
+        return EINVAL;
+    size_t n = strlen(name);
+    if (n >= ITO_NAME_MAX)
+        return ERANGE;
+    struct ito__thread *t = lock_handle(th);
+    if (!t)
+        return ESRCH;
+    memcpy(t->name, name, n + 1);
+    ito__spin_unlock(&t->lk);
+    return 0;
+}
+
+ITO_API int ito_get_name(ito_thread_t th, char *buf, size_t len)
+{
+    if (!buf)
+        return EINVAL;
+    struct ito__thread *t = lock_handle(th);
+    if (!t)
+        return ESRCH;
+    size_t n = strlen(t->name);
+    int e = 0;
+    if (n + 1 > len)
+        e = ERANGE;
+    else
+        memcpy(buf, t->name, n + 1);
+    ito__spin_unlock(&t->lk);
+    return e;
+}
+
+/* ------------------------------------------------------- policy helpers */
+
+ITO_API int ito_policy_node_priority(const ito_policy_node_t *n) { return ito__thread_of_node(n)->prio; }
+ITO_API int ito_policy_node_vproc_hint(const ito_policy_node_t *n) { return ito__thread_of_node(n)->pref_vproc; }
+ITO_API int ito_policy_node_last_vproc(const ito_policy_node_t *n)
+{
+    const struct ito__thread *t = ito__thread_of_node(n);
+    return t->vp ? t->vp->index : -1;
+}
+ITO_API ito_thread_t ito_policy_node_thread(const ito_policy_node_t *n)
+{
+    const struct ito__thread *t = ito__thread_of_node(n);
+    return (ito_thread_t){ ito__thread_id(t, atomic_load_explicit(&((struct ito__thread *)t)->ctl,
+                                                                   memory_order_relaxed)) };
+}
+ITO_API unsigned ito_policy_idle_vprocs(void)
+{
+    return (unsigned)(atomic_load_explicit(&ito__rt.nspinning, memory_order_relaxed) +
+                      atomic_load_explicit(&ito__rt.nsleeping, memory_order_relaxed));
+}
+ITO_API void ito_policy_share(void) { ito__idle_notify(); }

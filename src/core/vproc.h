@@ -1,0 +1,115 @@
+/*
+ * Virtual processors and the activations that carry them.
+ *
+ * A vproc is a processor this process holds: its own ready structures (the
+ * policy's per-vproc state), its pools (descriptors, stacks), its timers and
+ * an inbox through which other vprocs hand it threads. An activation is a
+ * kernel thread; it carries one vproc at a time and owns a scheduler context
+ * (its idle loop). In this version each vproc has exactly one activation for
+ * life, pinned to one CPU.
+ *
+ * Fields are grouped by who writes them: the owner (the activation carrying
+ * the vproc) writes the first group without atomics; other vprocs and foreign
+ * kernel threads write the second group, which sits on its own cache lines.
+ */
+#ifndef ITO_CORE_VPROC_H
+#define ITO_CORE_VPROC_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/types.h>
+
+#include <ito/policy.h>
+
+#include "base/compiler.h"
+#include "base/spinlock.h"
+#include "core/context.h"
+#include "core/stack.h"
+#include "core/timer.h"
+
+struct ito__thread;
+
+/* Per-vproc counters (owner-written, read relaxed by ito_stats_get). */
+struct ito__vproc_stats {
+    uint64_t spawns;
+    uint64_t exits;
+    uint64_t switches;
+    uint64_t decisions;
+    uint64_t steals;
+    uint64_t idle_sleeps;
+    uint64_t wakeups;
+};
+
+struct ito__activation {
+    struct ito__vproc *vp;          /* the vproc it carries */
+    struct ito__ctx sched;          /* its scheduler context (the idle loop) */
+    struct ito__stack sched_stack;  /* bounds of that context's stack */
+    int *errno_ptr;                 /* this kernel thread's errno */
+    pid_t tid;
+    pthread_t pthread;
+    bool adopted;                   /* the initializing kernel thread */
+    void *altstack;                 /* signal stack (stack overflow reports) */
+    size_t altstack_size;
+    void *sched_fake_stack;         /* ASan state of the scheduler context */
+    void *sched_tsan_fiber;         /* TSan fiber of the scheduler context */
+    void *mapping;                  /* standalone stack of the scheduler context, if any */
+    size_t mapping_size;
+};
+
+/* What the next context to run on this vproc must finish for the previous
+ * one (it cannot be done before the switch: the previous one is still on its
+ * stack). */
+struct ito__handover {
+    struct ito__stack dead_stack;   /* stack of a thread that exited */
+    void *dead_tsan_fiber;
+    struct ito__thread *dead;       /* detached descriptor to free after the switch */
+};
+
+struct ito__vproc {
+    /* --- owner only --- */
+    struct ito__thread *current;            /* running thread (NULL: scheduler context) */
+    struct ito__activation *act;
+    int index;
+    int cpu;                                /* pinned CPU or -1 */
+    ito_policy_vproc_t pv;                  /* the policy's view of this vproc */
+    uint32_t pick_count;                    /* picks since the last clock check */
+    uint64_t last_tick_ns;                  /* last policy tick */
+    struct ito__handover handover;
+    struct ito__thread *free_threads;       /* descriptor cache */
+    unsigned nfree_threads;
+    struct ito__stack_cache *stacks;        /* stack cache (stack.c) */
+    uint64_t *seen_ticks;                   /* idle.c: what this vproc saw of others */
+    uint64_t *seen_since;
+    uint32_t rng;                           /* victim selection */
+    struct ito__vproc_stats stats;
+
+    /* --- written by others --- */
+    _Atomic uint64_t ticks ITO_ALIGNED_CACHELINE;  /* owner: +1 per pick; others read */
+    _Atomic(struct ito__thread *) inbox ITO_ALIGNED_CACHELINE; /* MPSC stack of ready threads */
+    _Atomic uint32_t sleep_state ITO_ALIGNED_CACHELINE;   /* ITO_VP_AWAKE / ITO_VP_SLEEPING (futex word) */
+    _Atomic uint64_t sleep_deadline;        /* when a sleeping vproc wakes by itself (0: never) */
+    struct ito__timer_heap timers ITO_ALIGNED_CACHELINE;
+} ITO_ALIGNED_CACHELINE;
+
+enum { ITO_VP_AWAKE = 0, ITO_VP_SLEEPING = 1 };
+
+/* The activation running the caller, NULL for a foreign kernel thread. */
+static inline struct ito__activation *ito__activation_self(void) { return ito__arch_activation(); }
+
+static inline struct ito__vproc *ito__vproc_self(void)
+{
+    struct ito__activation *a = ito__activation_self();
+    return a ? a->vp : NULL;
+}
+
+/* vproc.c: CPU discovery and pinning */
+int ito__cpus_usable(int *cpus, int max);
+void ito__pin_self(int cpu);
+int ito__vprocs_create(int n, bool pin);
+
+/* activation.c */
+int ito__activation_adopt(struct ito__vproc *vp);
+int ito__activation_start(struct ito__vproc *vp);
+void ito__activation_setup_self(struct ito__activation *a);
+
+#endif

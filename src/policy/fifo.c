@@ -1,0 +1,71 @@
+/*
+ * "fifo": one FIFO queue shared by all vprocs, under a spinlock — the
+ * conventional single-queue scheduler that seed 004 and seed 002 compare
+ * against. Every ready thread waits in arrival order, whatever vproc made it
+ * ready; any vproc runs the oldest. Simple and fair, but every enqueue and
+ * pick crosses the same lock and cache line, and threads migrate freely, so
+ * it scales and keeps caches worse than "ws". No stealing: the queue is
+ * already shared.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include <ito/policy.h>
+
+#include "base/compiler.h"
+#include "base/spinlock.h"
+
+struct fifo {
+    ito__spinlock lock ITO_ALIGNED_CACHELINE;
+    ito_policy_node_t *head, *tail;   /* lock */
+};
+
+static int fifo_init(int nvprocs, void **shared)
+{
+    (void)nvprocs;
+    struct fifo *q = aligned_alloc(ITO_CACHELINE, sizeof *q);
+    if (!q)
+        return ENOMEM;
+    *q = (struct fifo){ .head = NULL };
+    *shared = q;
+    return 0;
+}
+
+static void fifo_enqueue(ito_policy_vproc_t *vp, ito_policy_node_t *n, ito_ready_reason_t why)
+{
+    (void)why;
+    struct fifo *q = vp->shared;
+    n->next = NULL;
+    ito__spin_lock(&q->lock);
+    if (q->tail)
+        q->tail->next = n;
+    else
+        __atomic_store_n(&q->head, n, __ATOMIC_RELAXED);   /* also read without the lock */
+    q->tail = n;
+    ito__spin_unlock(&q->lock);
+}
+
+static ito_policy_node_t *fifo_pick(ito_policy_vproc_t *vp)
+{
+    struct fifo *q = vp->shared;
+    if (!__atomic_load_n(&q->head, __ATOMIC_RELAXED))   /* cheap look first: a hint */
+        return NULL;
+    ito__spin_lock(&q->lock);
+    ito_policy_node_t *n = q->head;
+    if (n) {
+        __atomic_store_n(&q->head, n->next, __ATOMIC_RELAXED);
+        if (!n->next)
+            q->tail = NULL;
+    }
+    ito__spin_unlock(&q->lock);
+    return n;
+}
+
+const ito_policy_ops_t ito__policy_fifo = {
+    .abi = ITO_POLICY_ABI,
+    .size = sizeof(ito_policy_ops_t),
+    .name = "fifo",
+    .init = fifo_init,
+    .enqueue = fifo_enqueue,
+    .pick = fifo_pick,
+};

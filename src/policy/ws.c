@@ -1,0 +1,260 @@
+/*
+ * "ws": work stealing, ito's default policy.
+ *
+ * Per vproc:
+ *   - a Chase-Lev deque (deque.c) for new and resumed threads: LIFO for the
+ *     owner, so fork-join programs run depth-first with warm caches (seed 000
+ *     §4.2; Cilk), FIFO for thieves, which take the oldest — usually largest —
+ *     work;
+ *   - a "next" slot for the thread just woken on this vproc (a consumer woken
+ *     by its producer, a joiner woken by the exit it waited for), which runs
+ *     before anything else: producer/consumer pairs then hand the vproc to
+ *     each other like coroutines. To keep such a pair from starving the rest,
+ *     at most ITO_WS_NEXT_CAP picks in a row come from the slot. Thieves may
+ *     take a thread from the slot only after it has sat there, untouched by
+ *     its owner, for ITO_WS_NEXT_GRACE_NS (as Go's runnext): usually the
+ *     owner gets to it first, cheaper and with its data in cache;
+ *   - a private FIFO for threads that yielded, so that ito_yield among the
+ *     threads of one vproc costs no atomic instruction. When other vprocs are
+ *     idle, yielded threads go to (or are moved to) the deque instead, where
+ *     they can be stolen.
+ *
+ * Stealing: an idle vproc visits the others from a random one on, and takes
+ * half of the first non-empty deque it finds (at most ITO_WS_STEAL_MAX), one
+ * Chase-Lev steal at a time: the first it runs, the rest it pushes on its own
+ * deque. Threads made ready from outside the vprocs are in the core's global
+ * queue, which the core drains into the policy.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include <ito/policy.h>
+
+#include "base/compiler.h"
+#include "policy/deque.h"
+
+#define ITO_WS_NEXT_CAP 8            /* picks in a row from the next slot */
+#define ITO_WS_NEXT_GRACE_NS 5000    /* before a thief may take the next slot (Go: 3 µs) */
+#define ITO_WS_STEAL_MAX 128         /* threads taken by one steal */
+#define ITO_WS_LOG_CAP 8             /* initial deque capacity: 256 */
+
+struct seen {                        /* a thief's last look at a victim's next slot */
+    ito_policy_node_t *node;
+    uint64_t picks;
+    uint64_t since;
+};
+
+struct ws {
+    struct ito__deque dq;
+    _Atomic(ito_policy_node_t *) next ITO_ALIGNED_CACHELINE;  /* owner; thieves CAS */
+    _Atomic uint64_t picks;          /* owner writes, thieves read */
+    /* owner only */
+    unsigned streak ITO_ALIGNED_CACHELINE;
+    ito_policy_node_t *yq_head, *yq_tail;
+    uint32_t rng;
+    struct seen *seen;               /* [count] */
+};
+
+static struct ws *W(ito_policy_vproc_t *vp) { return vp->local; }
+
+static int ws_vproc_init(ito_policy_vproc_t *vp)
+{
+    struct ws *w = aligned_alloc(ITO_CACHELINE, sizeof *w);
+    if (!w)
+        return ENOMEM;
+    *w = (struct ws){ .rng = 0x2545f491u * (uint32_t)(vp->index + 1) };
+    w->seen = calloc((size_t)vp->count, sizeof *w->seen);
+    if (!w->seen || ito__deque_init(&w->dq, ITO_WS_LOG_CAP)) {
+        free(w->seen);
+        free(w);
+        return ENOMEM;
+    }
+    atomic_init(&w->next, NULL);
+    atomic_init(&w->picks, 0);
+    w->dq.solo = vp->count == 1;
+    vp->local = w;
+    return 0;
+}
+
+static void yq_push(struct ws *w, ito_policy_node_t *n)
+{
+    n->next = NULL;
+    if (w->yq_tail)
+        w->yq_tail->next = n;
+    else
+        w->yq_head = n;
+    w->yq_tail = n;
+}
+
+/* Other vprocs are idle: make the yielded threads stealable. */
+static void yq_share(struct ws *w)
+{
+    for (ito_policy_node_t *n = w->yq_head, *nx; n; n = nx) {
+        nx = n->next;
+        ito__deque_push(&w->dq, n);
+    }
+    w->yq_head = w->yq_tail = NULL;
+    ito_policy_share();
+}
+
+static void ws_enqueue(ito_policy_vproc_t *vp, ito_policy_node_t *n, ito_ready_reason_t why)
+{
+    struct ws *w = W(vp);
+    switch (why) {
+    case ITO_READY_WAKE: {
+        /* Into the next slot; a previous occupant moves to the deque. The
+         * plain store is safe when the slot is empty: thieves only ever
+         * change it from non-empty to empty. Release pairs with a thief's
+         * acquire load. */
+        ito_policy_node_t *old = atomic_load_explicit(&w->next, memory_order_relaxed);
+        if (!old)
+            atomic_store_explicit(&w->next, n, memory_order_release);
+        else if ((old = atomic_exchange_explicit(&w->next, n, memory_order_acq_rel)))
+            ito__deque_push(&w->dq, old);
+        return;
+    }
+    case ITO_READY_YIELD:
+    case ITO_READY_PREEMPT:
+        if (ito_policy_idle_vprocs()) {
+            ito__deque_push(&w->dq, n);
+            ito_policy_share();
+        } else {
+            yq_push(w, n);
+        }
+        return;
+    default:   /* SPAWN, RESUME */
+        ito__deque_push(&w->dq, n);
+        return;
+    }
+}
+
+static ito_policy_node_t *take_next(struct ws *w)
+{
+    ito_policy_node_t *n = atomic_load_explicit(&w->next, memory_order_relaxed);
+    if (!n)
+        return NULL;
+    if (w->dq.solo) {   /* no thieves */
+        atomic_store_explicit(&w->next, NULL, memory_order_relaxed);
+        return n;
+    }
+    /* Acquire pairs with the release of whoever filled the slot. */
+    return atomic_exchange_explicit(&w->next, NULL, memory_order_acquire);
+}
+
+static ito_policy_node_t *ws_pick(ito_policy_vproc_t *vp)
+{
+    struct ws *w = W(vp);
+    atomic_store_explicit(&w->picks, atomic_load_explicit(&w->picks, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
+    if (ITO_UNLIKELY(w->yq_head != NULL) && ito_policy_idle_vprocs())
+        yq_share(w);
+    ito_policy_node_t *n;
+    if (w->streak < ITO_WS_NEXT_CAP && (n = take_next(w))) {
+        w->streak++;
+        return n;
+    }
+    w->streak = 0;
+    if ((n = ito__deque_take(&w->dq)))
+        return n;
+    if ((n = w->yq_head)) {
+        w->yq_head = n->next;
+        if (!w->yq_head)
+            w->yq_tail = NULL;
+        return n;
+    }
+    return take_next(w);   /* over the cap, but nothing else is ready */
+}
+
+static bool ws_take(ito_policy_vproc_t *vp, ito_policy_node_t *n)
+{
+    struct ws *w = W(vp);
+    /* Only if n is at the bottom of the deque, i.e. would be picked next
+     * after the next slot; take may still lose it to a thief (NULL). */
+    return ito__deque_peek(&w->dq) == n && ito__deque_take(&w->dq) == n;
+}
+
+static uint32_t xorshift(uint32_t *s)
+{
+    uint32_t x = *s;
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    return *s = x;
+}
+
+/* Take up to half of victim's deque: the first to run, the rest onto ours. */
+static ito_policy_node_t *steal_half(struct ws *thief, struct ws *victim)
+{
+    int64_t want = (ito__deque_size(&victim->dq) + 1) / 2;
+    if (want > ITO_WS_STEAL_MAX)
+        want = ITO_WS_STEAL_MAX;
+    ito_policy_node_t *first = NULL;
+    for (int64_t got = 0, tries = 0; got < want && tries < 2 * want + 2; tries++) {
+        void *x;
+        int r = ito__deque_steal(&victim->dq, &x);
+        if (r == ITO_DEQUE_EMPTY)
+            break;
+        if (r == ITO_DEQUE_LOST)
+            continue;
+        if (!first)
+            first = x;
+        else
+            ito__deque_push(&thief->dq, x);
+        got++;
+    }
+    return first;
+}
+
+static ito_policy_node_t *ws_steal(ito_policy_vproc_t *vp)
+{
+    struct ws *self = W(vp);
+    int n = vp->count;
+    if (n < 2)
+        return NULL;
+    int start = (int)(xorshift(&self->rng) % (uint32_t)n);
+    for (int i = 0; i < n; i++) {
+        ito_policy_vproc_t *v = vp->all[(start + i) % n];
+        if (v == vp)
+            continue;
+        ito_policy_node_t *x = steal_half(self, W(v));
+        if (x)
+            return x;
+    }
+    /* Deques are empty: a thread may be sitting in a busy vproc's next slot. */
+    uint64_t now = ito_now_ns();
+    for (int i = 0; i < n; i++) {
+        ito_policy_vproc_t *v = vp->all[(start + i) % n];
+        if (v == vp)
+            continue;
+        struct ws *w = W(v);
+        struct seen *s = &self->seen[v->index];
+        ito_policy_node_t *x = atomic_load_explicit(&w->next, memory_order_acquire);
+        uint64_t picks = atomic_load_explicit(&w->picks, memory_order_relaxed);
+        if (!x) {
+            s->node = NULL;
+            continue;
+        }
+        if (x != s->node || picks != s->picks) {
+            *s = (struct seen){ x, picks, now };
+            continue;
+        }
+        if (now - s->since >= ITO_WS_NEXT_GRACE_NS &&
+            atomic_compare_exchange_strong_explicit(&w->next, &x, NULL, memory_order_acquire,
+                                                    memory_order_relaxed)) {
+            s->node = NULL;
+            return x;
+        }
+    }
+    return NULL;
+}
+
+const ito_policy_ops_t ito__policy_ws = {
+    .abi = ITO_POLICY_ABI,
+    .size = sizeof(ito_policy_ops_t),
+    .name = "ws",
+    .vproc_init = ws_vproc_init,
+    .enqueue = ws_enqueue,
+    .pick = ws_pick,
+    .take = ws_take,
+    .steal = ws_steal,
+};
