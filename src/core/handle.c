@@ -20,14 +20,16 @@
 #include "core/runtime.h"
 #include "core/thread.h"
 
-#define CHUNK_SHIFT 10
+#define CHUNK_SHIFT ITO_HANDLE_CHUNK_SHIFT
 #define CHUNK_SIZE (1u << CHUNK_SHIFT)
-#define MAX_CHUNKS (1u << 16)          /* 64 Mi descriptors */
+#define MAX_CHUNKS ITO_HANDLE_MAX_CHUNKS
 #define CACHE_MAX 64
 #define CACHE_BATCH 32
 
-static struct ito__thread *_Atomic chunks[MAX_CHUNKS];
-static _Atomic uint32_t nchunks;
+struct ito__thread *_Atomic ito__handle_chunks[MAX_CHUNKS];
+_Atomic uint32_t ito__handle_nchunks;
+#define chunks ito__handle_chunks
+#define nchunks ito__handle_nchunks
 static ito__spinlock glock;
 static struct ito__thread *gfree;      /* glock */
 
@@ -130,24 +132,6 @@ void ito__thread_free(struct ito__vproc *vp, struct ito__thread *t)
     t->free_next = gfree;
     gfree = t;
     ito__spin_unlock(&glock);
-}
-
-struct ito__thread *ito__handle_lookup(uint64_t id, uint64_t *ctl_out)
-{
-    uint32_t gen = (uint32_t)(id >> 32), idx = (uint32_t)id;
-    if (gen == 0)
-        return NULL;
-    uint32_t c = idx >> CHUNK_SHIFT;
-    /* Acquire pairs with the release in grow(). */
-    if (c >= atomic_load_explicit(&nchunks, memory_order_acquire))
-        return NULL;
-    struct ito__thread *t = &atomic_load_explicit(&chunks[c], memory_order_acquire)[idx & (CHUNK_SIZE - 1)];
-    uint64_t ctl = atomic_load_explicit(&t->ctl, memory_order_acquire);
-    if (ito__ctl_gen(ctl) != gen || (ctl & ITO_CTL_FREE))
-        return NULL;
-    if (ctl_out)
-        *ctl_out = ctl;
-    return t;
 }
 
 bool ito__thread_lock_live(struct ito__thread *t, uint64_t id)

@@ -8,8 +8,10 @@
  *   1. looks for work: its own policy, the global queue, expired timers (its
  *      own and other vprocs'), other vprocs' threads (the policy's steal), and
  *      threads stuck in the inbox of a vproc that has stopped picking;
- *   2. keeps looking for idle_spin_ns (ITO_IDLE_SPIN_US, default 50 µs),
- *      backing off between rounds so as not to pound other vprocs' cache lines;
+ *   2. keeps looking for idle_spin_ns (ITO_IDLE_SPIN_US, default 50 µs): its
+ *      own sources (inbox, policy) at every round, since a thread handed to
+ *      it should start within a cache miss; the rest with exponential backoff,
+ *      so as not to pound other vprocs' cache lines;
  *   3. then sleeps on a futex until woken or until the earliest timer.
  *
  * A process whose threads are all blocked therefore uses no CPU once the
@@ -51,31 +53,21 @@
 /* An inbox that its vproc has not drained for this long, while the vproc made
  * no scheduling decision at all, is emptied by an idle vproc. */
 #define ITO_RESCUE_NS 50000u
-/* Upper bound of the backoff between two rounds of looking for work
- * (pause instructions; ~40 ns each on the development machine). */
+/* Upper bound of the backoff between two looks at other vprocs, in rounds of
+ * the spin loop (one pause each, ~16 ns on the development machine). */
 #define ITO_BACKOFF_MAX 64u
-
-static bool asym_fence;
 
 void ito__idle_init(void)
 {
     long q = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
-    asym_fence = q >= 0 && (q & MEMBARRIER_CMD_PRIVATE_EXPEDITED) &&
-                 syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
-    ito__rt.asym_fence = asym_fence;
+    ito__rt.asym_fence = q >= 0 && (q & MEMBARRIER_CMD_PRIVATE_EXPEDITED) &&
+                         syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
 }
 
-void ito__fence_light(void)
-{
-    if (ITO_LIKELY(asym_fence))
-        ITO_COMPILER_BARRIER();
-    else
-        ITO_FENCE();
-}
-
+/* The sleeper's side: see ito__fence_light (sched.h). */
 static void fence_heavy(void)
 {
-    if (asym_fence && syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0)
+    if (ito__rt.asym_fence && syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0)
         return;
     ITO_FENCE();
 }
@@ -93,7 +85,7 @@ static bool wake_vproc(struct ito__vproc *vp)
     return false;
 }
 
-static void wake_one(void)
+void ito__wake_one(void)
 {
     static _Atomic unsigned rotor;   /* spreads wake-ups; a hint, races are harmless */
     unsigned n = (unsigned)ito__rt.nvprocs;
@@ -105,14 +97,6 @@ static void wake_one(void)
             return;
         }
     }
-}
-
-void ito__idle_notify(void)
-{
-    ito__fence_light();
-    if (atomic_load_explicit(&ito__rt.nspinning, memory_order_relaxed) == 0 &&
-        atomic_load_explicit(&ito__rt.nsleeping, memory_order_relaxed) > 0)
-        wake_one();
 }
 
 void ito__vproc_kick(struct ito__vproc *vp)
@@ -171,11 +155,10 @@ static void rescue_inboxes(struct ito__vproc *self, uint64_t now)
     }
 }
 
-static struct ito__thread *find_work(struct ito__vproc *vp, uint64_t now)
+/* Everything but the vproc's own sources. */
+static struct ito__thread *find_remote(struct ito__vproc *vp, uint64_t now)
 {
-    struct ito__thread *t = ito__pick_local(vp);
-    if (t)
-        return t;
+    struct ito__thread *t;
     if (ito__global_drain(vp, 32) && (t = ito__pick_local(vp)))
         return t;
     if (run_timers(vp, now) && (t = ito__pick_local(vp)))
@@ -193,6 +176,12 @@ static struct ito__thread *find_work(struct ito__vproc *vp, uint64_t now)
     }
     rescue_inboxes(vp, now);
     return ito__pick_local(vp);
+}
+
+static struct ito__thread *find_work(struct ito__vproc *vp, uint64_t now)
+{
+    struct ito__thread *t = ito__pick_local(vp);
+    return t ? t : find_remote(vp, now);
 }
 
 /* main called ito_exit: end the process once no ito thread is left. Called
@@ -219,7 +208,7 @@ static void stop_spinning(void)
      * another vproc take over the looking. */
     if (atomic_fetch_sub_explicit(&ito__rt.nspinning, 1, memory_order_seq_cst) == 1 &&
         atomic_load_explicit(&ito__rt.nsleeping, memory_order_relaxed) > 0)
-        wake_one();
+        ito__wake_one();
 }
 
 struct ito__thread *ito__idle_find(struct ito__vproc *vp)
@@ -230,19 +219,25 @@ struct ito__thread *ito__idle_find(struct ito__vproc *vp)
         return t;
     atomic_fetch_add_explicit(&ito__rt.nspinning, 1, memory_order_seq_cst);
     for (;;) {
-        /* Spin: look again and again, backing off. */
+        /* Spin: our own sources every round, the rest with backoff. */
         uint64_t start = now;
-        unsigned backoff = 1;
-        while (now - start < ito__rt.idle_spin_ns) {
-            for (unsigned i = 0; i < backoff; i++)
-                ito__cpu_relax();
+        unsigned backoff = 1, round = 0;
+        for (;;) {
+            ito__cpu_relax();
+            if ((t = ito__pick_local(vp)))
+                break;
+            if (++round < backoff)
+                continue;
+            round = 0;
             if (backoff < ITO_BACKOFF_MAX)
                 backoff <<= 1;
             now = ito__now_ns();
-            if ((t = find_work(vp, now))) {
-                stop_spinning();
-                return t;
-            }
+            if (now - start >= ito__rt.idle_spin_ns || (t = find_remote(vp, now)))
+                break;
+        }
+        if (t) {
+            stop_spinning();
+            return t;
         }
         /* Sleep. Announce it, then look once more (the Dekker pair above). */
         atomic_store_explicit(&vp->sleep_deadline, 0, memory_order_relaxed);

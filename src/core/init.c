@@ -111,6 +111,7 @@ static int start(const ito_config_t *c, bool adopt)
 
 int ito__init_slow(const ito_config_t *cfg, bool explicit_call)
 {
+    int saved_errno = errno;   /* the caller's errno survives initialization */
     ito__policies_builtin();
     pthread_mutex_lock(&init_lock);
     int s = atomic_load_explicit(&ito__rt.state, memory_order_acquire);
@@ -138,6 +139,7 @@ int ito__init_slow(const ito_config_t *cfg, bool explicit_call)
         }
     }
     pthread_mutex_unlock(&init_lock);
+    errno = saved_errno;
     return e;
 }
 

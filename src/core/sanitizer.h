@@ -24,7 +24,16 @@ static inline void ito__san_finish(void *save)
     size_t s;
     __sanitizer_finish_switch_fiber(save, &b, &s);
 }
+void __asan_unpoison_memory_region(const volatile void *addr, size_t size);
+void __asan_handle_no_return(void);
+/* Frames dropped without returning leave poisoned red zones behind: clear
+ * them before the memory is used as a stack again. */
+static inline void ito__san_unpoison(const void *lo, size_t size) { __asan_unpoison_memory_region(lo, size); }
+/* Before a jump that abandons frames of the current stack. */
+static inline void ito__san_no_return(void) { __asan_handle_no_return(); }
 #else
+static inline void ito__san_unpoison(const void *lo, size_t size) { (void)lo; (void)size; }
+static inline void ito__san_no_return(void) {}
 static inline void ito__san_start(void **save, const void *bottom, size_t size) { (void)save; (void)bottom; (void)size; }
 static inline void ito__san_finish(void *save) { (void)save; }
 #endif
@@ -35,11 +44,20 @@ void *__tsan_create_fiber(unsigned flags);
 void __tsan_destroy_fiber(void *fiber);
 void __tsan_switch_to_fiber(void *fiber, unsigned flags);
 void __tsan_set_fiber_name(void *fiber, const char *name);
+void __tsan_acquire(void *addr);
+void __tsan_release(void *addr);
+/* The store of a context's stack pointer happens in assembly (context.S),
+ * out of TSan's sight: these mark it as the release it is, and the load that
+ * sees it as the acquire. */
+static inline void ito__tsan_release(void *addr) { __tsan_release(addr); }
+static inline void ito__tsan_acquire(void *addr) { __tsan_acquire(addr); }
 static inline void *ito__tsan_current(void) { return __tsan_get_current_fiber(); }
 static inline void *ito__tsan_create(void) { return __tsan_create_fiber(0); }
 static inline void ito__tsan_destroy(void *f) { if (f) __tsan_destroy_fiber(f); }
 static inline void ito__tsan_switch(void *f) { __tsan_switch_to_fiber(f, 0); }
 #else
+static inline void ito__tsan_release(void *addr) { (void)addr; }
+static inline void ito__tsan_acquire(void *addr) { (void)addr; }
 static inline void *ito__tsan_current(void) { return NULL; }
 static inline void *ito__tsan_create(void) { return NULL; }
 static inline void ito__tsan_destroy(void *f) { (void)f; }

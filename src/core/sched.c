@@ -19,7 +19,11 @@
  * old stack (context.S) — when it is suspended. Whoever takes a ready thread
  * waits (acquire load) until ctx.sp is set before jumping to it; the wait is
  * a few instructions long except when the kernel preempts the other
- * activation at that instant.
+ * activation at that instant. Only a context with nothing of its own to save
+ * may wait — the scheduler context, or an exiting thread: two threads that
+ * each picked the other while both were still switching out would otherwise
+ * wait for each other forever. A thread that picks a thread still being saved
+ * elsewhere therefore switches to its scheduler context first (pending).
  *
  * Ready threads are routed (ito__ready): to the calling vproc's policy, to
  * the thread's preferred vproc through that vproc's inbox (a lock-free stack
@@ -105,25 +109,16 @@ unsigned ito__global_drain(struct ito__vproc *vp, unsigned max)
     return n;
 }
 
-void ito__ready(struct ito__thread *t, ito_ready_reason_t why)
+void ito__ready_slow(struct ito__thread *t, ito_ready_reason_t why, struct ito__vproc *vp)
 {
-    struct ito__vproc *vp = ito__vproc_self();
-    if (ITO_UNLIKELY(t->pref_vproc >= 0)) {
+    t->ready_reason = (uint8_t)why;
+    if (t->pref_vproc >= 0) {
         struct ito__vproc *home = ito__rt.vprocs[t->pref_vproc];
-        if (home != vp) {
-            t->ready_reason = (uint8_t)why;
-            inbox_push(home, t);
-            ito__vproc_kick(home);
-            return;
-        }
-    }
-    if (ITO_LIKELY(vp != NULL)) {
-        ito__rt.policy->enqueue(&vp->pv, &t->node, why);
-        if (why != ITO_READY_YIELD)
-            ito__idle_notify();
+        inbox_push(home, t);
+        ito__vproc_kick(home);
         return;
     }
-    t->ready_reason = (uint8_t)why;
+    (void)vp;   /* NULL: a foreign kernel thread */
     global_push(t);
     ito__idle_notify();
 }
@@ -147,18 +142,16 @@ void ito__inbox_drain(struct ito__vproc *vp, struct ito__thread *list)
 
 /* ---------------------------------------------------------------- picking */
 
-bool ito__claim(struct ito__thread *t)
+bool ito__claim_slow(struct ito__thread *t)
 {
     int s = ito__thread_state(t);
-    if (ITO_UNLIKELY(atomic_load_explicit(&t->susp_req, memory_order_relaxed))) {
-        ito__spin_lock(&t->lk);
-        if (atomic_load_explicit(&t->susp_req, memory_order_relaxed)) {
-            ito__thread_set_state(t, s, ITO_TS_SUSPENDED);
-            ito__spin_unlock(&t->lk);
-            return false;
-        }
+    ito__spin_lock(&t->lk);
+    if (atomic_load_explicit(&t->susp_req, memory_order_relaxed)) {
+        ito__thread_set_state(t, s, ITO_TS_SUSPENDED);
         ito__spin_unlock(&t->lk);
+        return false;
     }
+    ito__spin_unlock(&t->lk);
     ito__thread_set_state(t, s, ITO_TS_RUNNING);
     return true;
 }
@@ -221,6 +214,8 @@ static void *start_frame(struct ito__vproc *vp, struct ito__thread *next)
                        "lower ITO_STACK_SIZE or free memory",
                        next->stack_size, next->index, next->name, e == ENOMEM ? "out of memory" : "error");
     }
+    /* A reused stack may hold frames that were dropped without returning. */
+    ito__san_unpoison(next->stack.lo, next->stack.size);
     if (!next->tsan_fiber)
         next->tsan_fiber = ito__tsan_create();
     next->started = true;
@@ -243,6 +238,7 @@ static void *wait_saved(struct ito__thread *t)
         }
         sp = __atomic_load_n(&t->ctx.sp, __ATOMIC_ACQUIRE);
     }
+    ito__tsan_acquire(&t->ctx);
     t->ctx.sp = NULL;
     return sp;
 }
@@ -282,6 +278,13 @@ static void switch_to(struct ito__activation *act, struct ito__thread *cur, stru
     const void *lo;
     size_t size;
     void *fiber;
+    if (ITO_UNLIKELY(cur && !dying && next && next->started &&
+                     !__atomic_load_n(&next->ctx.sp, __ATOMIC_ACQUIRE))) {
+        /* next is still switching out somewhere: wait for it from the
+         * scheduler context, not while cur is unsaved. */
+        act->pending = next;
+        next = NULL;
+    }
     if (next) {
         sp = next->started ? wait_saved(next) : start_frame(vp, next);
         next->vp = vp;
@@ -307,11 +310,16 @@ static void switch_to(struct ito__activation *act, struct ito__thread *cur, stru
         from = &cur->ctx;
         fake_save = &cur->asan_fake_stack;
         cur->saved_errno = *act->errno_ptr;
+        /* A stack without guard page: an overflow still in progress shows here. */
+        if (ITO_UNLIKELY((cur->stack.flags & (ITO_STACK_GUARDED | ITO_STACK_POOLED)) == ITO_STACK_POOLED) &&
+            (uintptr_t)ito__arch_sp() < (uintptr_t)cur->stack.lo + ITO_STACK_MARGIN)
+            ito__stack_overflowed(&cur->stack, cur->index, cur->name);
     } else {
         from = &act->sched;
         fake_save = &act->sched_fake_stack;
     }
     ito__san_start(fake_save, lo, size);
+    ito__tsan_release(from);
     ito__tsan_switch(fiber);
     ito__ctx_jump(from, sp, NULL);
     /* Resumed: possibly on another activation. */
@@ -346,10 +354,19 @@ void ito__switch_to(struct ito__thread *cur, struct ito__thread *next)
 void ito__sched_loop(struct ito__activation *act)
 {
     for (;;) {
-        struct ito__thread *t = ito__idle_find(act->vp);
+        struct ito__thread *t = act->pending;
+        if (t)
+            act->pending = NULL;   /* claimed by the thread that handed it over */
+        else
+            t = ito__idle_find(act->vp);
         switch_to(act, NULL, t, false);
         act = ito__activation_self();
     }
+}
+
+void ito__after_switch_fresh(void)
+{
+    after_resume(NULL, NULL);
 }
 
 /* Entry of a scheduler context made on a separate stack (the adopted

@@ -8,10 +8,50 @@
 #include "core/thread.h"
 #include "core/vproc.h"
 
+#include "core/runtime.h"
+
+/* idle.c: the idle protocol */
+struct ito__thread *ito__idle_find(struct ito__vproc *vp);
+void ito__vproc_kick(struct ito__vproc *vp);
+void ito__idle_init(void);
+void ito__idle_timer_armed(uint64_t deadline);
+void ito__wake_one(void);
+
+/* The producer's side of the idle protocol (idle.c): a compiler barrier when
+ * the sleepers use membarrier, a full fence otherwise. */
+static inline void ito__fence_light(void)
+{
+    if (ITO_LIKELY(ito__rt.asym_fence))
+        ITO_COMPILER_BARRIER();
+    else
+        ITO_FENCE();
+}
+
+/* Work was just made available: wake a sleeping vproc if none is looking. */
+static inline void ito__idle_notify(void)
+{
+    ito__fence_light();
+    if (ITO_UNLIKELY(atomic_load_explicit(&ito__rt.nspinning, memory_order_relaxed) == 0 &&
+                     atomic_load_explicit(&ito__rt.nsleeping, memory_order_relaxed) > 0))
+        ito__wake_one();
+}
+
+void ito__ready_slow(struct ito__thread *t, ito_ready_reason_t why, struct ito__vproc *vp);
+
 /* Hand a ready thread (state NEW or READY) to a vproc: the caller's own (through
  * the policy), the thread's preferred one (through its inbox), or the global
  * queue when called from a foreign kernel thread. Never switches. */
-void ito__ready(struct ito__thread *t, ito_ready_reason_t why);
+static inline void ito__ready(struct ito__thread *t, ito_ready_reason_t why)
+{
+    struct ito__vproc *vp = ito__vproc_self();
+    if (ITO_LIKELY(vp && (t->pref_vproc < 0 || t->pref_vproc == vp->index))) {
+        ito__rt.policy->enqueue(&vp->pv, &t->node, why);
+        if (why != ITO_READY_YIELD)
+            ito__idle_notify();
+        return;
+    }
+    ito__ready_slow(t, why, vp);
+}
 
 /* The running thread `cur` gives up its vproc after changing its own state
  * (READY and enqueued, BLOCKED, SUSPENDED). Returns when it runs again,
@@ -27,6 +67,9 @@ _Noreturn void ito__switch_out_dead(struct ito__vproc *vp, struct ito__thread *n
  * again. */
 void ito__switch_to(struct ito__thread *cur, struct ito__thread *next);
 
+/* First thing a newly made context does: finish the switch that started it. */
+void ito__after_switch_fresh(void);
+
 /* Run loop of an activation's scheduler context. */
 _Noreturn void ito__sched_loop(struct ito__activation *act);
 void ito__sched_entry(ito__transfer_t tr);
@@ -36,18 +79,19 @@ void ito__sched_entry(ito__transfer_t tr);
 struct ito__thread *ito__pick_local(struct ito__vproc *vp);
 /* Move threads from the global queue to vp's policy; returns how many. */
 unsigned ito__global_drain(struct ito__vproc *vp, unsigned max);
+bool ito__claim_slow(struct ito__thread *t);
+
 /* Claim a thread just taken from a policy: RUNNING, or diverted to SUSPENDED
  * (returns false) when a suspension was requested. */
-bool ito__claim(struct ito__thread *t);
+static inline bool ito__claim(struct ito__thread *t)
+{
+    if (ITO_UNLIKELY(atomic_load_explicit(&t->susp_req, memory_order_relaxed)))
+        return ito__claim_slow(t);
+    ito__thread_set_state(t, ito__thread_state(t), ITO_TS_RUNNING);
+    return true;
+}
 /* Move vp's inbox into its policy. */
 void ito__inbox_drain(struct ito__vproc *vp, struct ito__thread *list);
 
-/* idle.c: the idle protocol */
-struct ito__thread *ito__idle_find(struct ito__vproc *vp);
-void ito__idle_notify(void);
-void ito__vproc_kick(struct ito__vproc *vp);
-void ito__idle_init(void);
-void ito__fence_light(void);
-void ito__idle_timer_armed(uint64_t deadline);
 
 #endif

@@ -204,6 +204,8 @@ int ito__spawn(uint64_t *id_out, const ito_attr_t *attr, void *(*fn)(void *), vo
     t->arg = arg;
     t->result = NULL;
     atomic_store_explicit(&t->joiner, NULL, memory_order_relaxed);
+    t->inl = NULL;
+    t->inl_wait = NULL;
     t->fpctl = ito__arch_fpctl();   /* POSIX: a thread inherits its creator's FP environment */
     t->ctx.sp = NULL;
     t->stack.lo = NULL;
@@ -258,6 +260,8 @@ void ito__thread_wait_exit(struct ito__thread *t)
 
 void ito__thread_exit(struct ito__thread *t, void *result)
 {
+    if (t->inl)
+        ito__inline_exit(t, result);   /* running on its joiner's stack: jump back there */
     if (t->keys)
         ito__keys_run_destructors(t);   /* user code: may switch */
     t->result = result;
@@ -363,10 +367,16 @@ ITO_API int ito_join(ito_thread_t th, void **result)
             atomic_store_explicit(&t->joiner, self, memory_order_release);
             ito_policy_vproc_t *pv = &act->vp->pv;
             if (ito__thread_state(t) == ITO_TS_NEW && ito__rt.policy->take &&
-                ito__rt.policy->take(pv, &t->node) && ito__claim(t))
-                ito__switch_to(self, t);   /* not started yet: run it right now */
-            else
+                ito__rt.policy->take(pv, &t->node) && ito__claim(t)) {
+                /* Not started yet: run it right now — on our own stack if it
+                 * fits there (inline.c), else on its own. */
+                if (ito__join_inline_fits(self, t))
+                    ito__join_inline(self, t);
+                else
+                    ito__switch_to(self, t);
+            } else {
                 ito__switch_out(self);
+            }
         }
     }
     if (result)
@@ -432,7 +442,8 @@ static struct ito__thread *lock_handle(ito_thread_t th)
 {
     if (ito__ensure_init() != 0)
         return NULL;
-    struct ito__thread *t = ito__handle_lookup(th.id, NULL);
+    uint64_t ctl;
+    struct ito__thread *t = ito__handle_lookup(th.id, &ctl);
     if (!t || !ito__thread_lock_live(t, th.id))
         return NULL;
     return t;
@@ -517,10 +528,13 @@ ITO_API int ito_set_entry(ito_thread_t th, void *(*fn)(void *), void *arg)
              * pairs with the store of ctx.sp in ito__ctx_jump. */
             while (!__atomic_load_n(&t->ctx.sp, __ATOMIC_ACQUIRE))
                 ito__cpu_relax();
+            ito__tsan_acquire(&t->ctx);
             t->ctx.sp = NULL;
             t->started = false;
             t->asan_fake_stack = NULL;
-            if (!(t->stack.flags & ITO_STACK_POOLED))
+            if (t->inl)
+                ito__inline_detach(t);   /* it ran on its joiner's stack: move it off */
+            else if (!(t->stack.flags & ITO_STACK_POOLED))
                 t->stack.lo = NULL;   /* main's kernel stack: start anew on a pooled one */
         }
         t->fn = fn;

@@ -96,6 +96,8 @@ struct ito__thread {
     void *arg;
     void *result;
     struct ito__thread *_Atomic joiner; /* the ito thread that joins it (set after JOINED) */
+    struct ito__inline_frame *inl;    /* running inline on its joiner's stack (inline.c) */
+    struct ito__inline_frame *inl_wait; /* joining inline, after the joined thread was moved off */
     uint64_t fpctl;                   /* FP control the thread starts with (its creator's) */
     struct ito__stack stack;
     size_t stack_size;                /* requested usable size */
@@ -132,7 +134,7 @@ static inline uint64_t ito__thread_id(const struct ito__thread *t, uint64_t ctl)
  * values if the current state is not `from` or the transition is illegal. */
 void ito__thread_bad_transition(struct ito__thread *t, int from, int to, int actual) ITO_COLD;
 
-static inline void ito__thread_set_state(struct ito__thread *t, int from, int to)
+ITO_INLINE void ito__thread_set_state(struct ito__thread *t, int from, int to)
 {
     /* legal[from] is the set of states reachable from `from`. */
     static const uint8_t legal[ITO_TS_COUNT] = {
@@ -162,9 +164,30 @@ static inline int ito__thread_state(const struct ito__thread *t)
 struct ito__thread *ito__thread_self(void);
 _Noreturn void ito__thread_exit(struct ito__thread *t, void *result);
 void ito__thread_entry(ito__transfer_t tr);
+/* The handle table (handle.c): chunks of descriptors, never freed. */
+#define ITO_HANDLE_CHUNK_SHIFT 10
+#define ITO_HANDLE_MAX_CHUNKS (1u << 16)          /* 64 Mi descriptors */
+extern struct ito__thread *_Atomic ito__handle_chunks[ITO_HANDLE_MAX_CHUNKS];
+extern _Atomic uint32_t ito__handle_nchunks;
+
 /* Look up a live descriptor by handle; NULL if stale/forged. *ctl receives the
  * ctl word read (acquire). */
-struct ito__thread *ito__handle_lookup(uint64_t id, uint64_t *ctl);
+static inline struct ito__thread *ito__handle_lookup(uint64_t id, uint64_t *ctl_out)
+{
+    uint32_t gen = (uint32_t)(id >> 32), idx = (uint32_t)id;
+    uint32_t c = idx >> ITO_HANDLE_CHUNK_SHIFT;
+    /* Acquire pairs with the release in handle.c's grow(). */
+    if (ITO_UNLIKELY(gen == 0 || c >= atomic_load_explicit(&ito__handle_nchunks, memory_order_acquire)))
+        return NULL;
+    struct ito__thread *t = &atomic_load_explicit(&ito__handle_chunks[c], memory_order_acquire)
+                                 [idx & ((1u << ITO_HANDLE_CHUNK_SHIFT) - 1)];
+    uint64_t ctl = atomic_load_explicit(&t->ctl, memory_order_acquire);
+    if (ITO_UNLIKELY(ito__ctl_gen(ctl) != gen || (ctl & ITO_CTL_FREE)))
+        return NULL;
+    *ctl_out = ctl;
+    return t;
+}
+
 /* Descriptor allocation (handle.c). */
 struct ito__thread *ito__thread_alloc(struct ito__vproc *vp);
 void ito__thread_free(struct ito__vproc *vp, struct ito__thread *t);
@@ -174,6 +197,11 @@ bool ito__thread_lock_live(struct ito__thread *t, uint64_t id);
 int ito__spawn(uint64_t *id_out, const ito_attr_t *attr, void *(*fn)(void *), void *arg, uint32_t ctl_flags);
 /* Wait until t has exited (t must be pinned: joined, or a touched future). MAY SWITCH. */
 void ito__thread_wait_exit(struct ito__thread *t);
+/* inline.c: running a joined thread that has not started on the joiner's stack */
+bool ito__join_inline_fits(const struct ito__thread *self, const struct ito__thread *t);
+void ito__join_inline(struct ito__thread *self, struct ito__thread *t);
+_Noreturn void ito__inline_exit(struct ito__thread *t, void *result);
+void ito__inline_detach(struct ito__thread *t);
 /* Key destructors at exit (key.c). */
 void ito__keys_run_destructors(struct ito__thread *t);
 void ito__keys_free(struct ito__thread *t);

@@ -43,6 +43,7 @@ struct ito__vproc_stats {
 struct ito__activation {
     struct ito__vproc *vp;          /* the vproc it carries */
     struct ito__ctx sched;          /* its scheduler context (the idle loop) */
+    struct ito__thread *pending;    /* for the scheduler context to run next (sched.c) */
     struct ito__stack sched_stack;  /* bounds of that context's stack */
     int *errno_ptr;                 /* this kernel thread's errno */
     pid_t tid;

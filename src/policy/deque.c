@@ -34,12 +34,6 @@
 
 #include "base/panic.h"
 
-struct ito__deque_buf {
-    int64_t cap;                      /* power of two */
-    struct ito__deque_buf *prev;      /* retired list */
-    _Atomic(void *) slot[];
-};
-
 static struct ito__deque_buf *buf_new(int64_t cap)
 {
     struct ito__deque_buf *b = malloc(sizeof *b + (size_t)cap * sizeof b->slot[0]);
@@ -63,7 +57,7 @@ int ito__deque_init(struct ito__deque *d, unsigned log_cap)
     return 0;
 }
 
-static struct ito__deque_buf *grow(struct ito__deque *d, struct ito__deque_buf *a, int64_t t, int64_t b)
+struct ito__deque_buf *ito__deque_grow(struct ito__deque *d, struct ito__deque_buf *a, int64_t t, int64_t b)
 {
     struct ito__deque_buf *n = buf_new(a->cap * 2);
     if (!n)
@@ -77,58 +71,6 @@ static struct ito__deque_buf *grow(struct ito__deque *d, struct ito__deque_buf *
     a->prev = d->retired;
     d->retired = a;
     return n;
-}
-
-void ito__deque_push(struct ito__deque *d, void *x)
-{
-    int64_t b = atomic_load_explicit(&d->bottom, memory_order_relaxed);
-    int64_t t = atomic_load_explicit(&d->top, memory_order_acquire);
-    struct ito__deque_buf *a = atomic_load_explicit(&d->buf, memory_order_relaxed);
-    if (b - t > a->cap - 1)
-        a = grow(d, a, t, b);
-    atomic_store_explicit(&a->slot[b & (a->cap - 1)], x, memory_order_relaxed);
-    atomic_store_explicit(&d->bottom, b + 1, memory_order_release);
-}
-
-void *ito__deque_peek(struct ito__deque *d)
-{
-    int64_t b = atomic_load_explicit(&d->bottom, memory_order_relaxed);
-    if (atomic_load_explicit(&d->top, memory_order_relaxed) >= b)
-        return NULL;
-    struct ito__deque_buf *a = atomic_load_explicit(&d->buf, memory_order_relaxed);
-    return atomic_load_explicit(&a->slot[(b - 1) & (a->cap - 1)], memory_order_relaxed);
-}
-
-void *ito__deque_take(struct ito__deque *d)
-{
-    int64_t b = atomic_load_explicit(&d->bottom, memory_order_relaxed);
-    /* Empty for sure (top never decreases, only we move bottom): skip the fence. */
-    if (atomic_load_explicit(&d->top, memory_order_relaxed) >= b)
-        return NULL;
-    b--;
-    struct ito__deque_buf *a = atomic_load_explicit(&d->buf, memory_order_relaxed);
-    if (d->solo) {
-        /* Nobody steals: a plain pop. */
-        atomic_store_explicit(&d->bottom, b, memory_order_relaxed);
-        return atomic_load_explicit(&a->slot[b & (a->cap - 1)], memory_order_relaxed);
-    }
-    atomic_store_explicit(&d->bottom, b, memory_order_relaxed);
-    ITO_FENCE();
-    int64_t t = atomic_load_explicit(&d->top, memory_order_relaxed);
-    void *x = NULL;
-    if (t <= b) {
-        x = atomic_load_explicit(&a->slot[b & (a->cap - 1)], memory_order_relaxed);
-        if (t == b) {
-            /* The last item: race the thieves for it. */
-            if (!atomic_compare_exchange_strong_explicit(&d->top, &t, t + 1, memory_order_seq_cst,
-                                                         memory_order_relaxed))
-                x = NULL;
-            atomic_store_explicit(&d->bottom, b + 1, memory_order_relaxed);
-        }
-    } else {
-        atomic_store_explicit(&d->bottom, b + 1, memory_order_relaxed);
-    }
-    return x;
 }
 
 int ito__deque_steal(struct ito__deque *d, void **x)

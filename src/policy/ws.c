@@ -2,18 +2,19 @@
  * "ws": work stealing, ito's default policy.
  *
  * Per vproc:
- *   - a Chase-Lev deque (deque.c) for new and resumed threads: LIFO for the
- *     owner, so fork-join programs run depth-first with warm caches (seed 000
- *     §4.2; Cilk), FIFO for thieves, which take the oldest — usually largest —
- *     work;
- *   - a "next" slot for the thread just woken on this vproc (a consumer woken
- *     by its producer, a joiner woken by the exit it waited for), which runs
- *     before anything else: producer/consumer pairs then hand the vproc to
- *     each other like coroutines. To keep such a pair from starving the rest,
- *     at most ITO_WS_NEXT_CAP picks in a row come from the slot. Thieves may
- *     take a thread from the slot only after it has sat there, untouched by
- *     its owner, for ITO_WS_NEXT_GRACE_NS (as Go's runnext): usually the
- *     owner gets to it first, cheaper and with its data in cache;
+ *   - a "next" slot holding the thread made ready last on this vproc — just
+ *     spawned, woken (a consumer woken by its producer) or resumed — which
+ *     runs before anything else: producer/consumer pairs hand the vproc to
+ *     each other like coroutines, and a parent that joins the child it just
+ *     spawned finds it there. To keep such a pair from starving the rest, at
+ *     most ITO_WS_NEXT_CAP picks in a row come from the slot. Thieves may take
+ *     a thread from the slot only after it has sat there, untouched by its
+ *     owner, for ITO_WS_NEXT_GRACE_NS (as Go's runnext): usually the owner
+ *     gets to it first, cheaper and with its data in cache;
+ *   - a Chase-Lev deque (deque.c) for the threads the slot pushes out: LIFO
+ *     for the owner, so fork-join programs run depth-first with warm caches
+ *     (seed 000 §4.2; Cilk), FIFO for thieves, which take the oldest —
+ *     usually largest — work;
  *   - a private FIFO for threads that yielded, so that ito_yield among the
  *     threads of one vproc costs no atomic instruction. When other vprocs are
  *     idle, yielded threads go to (or are moved to) the deque instead, where
@@ -97,34 +98,35 @@ static void yq_share(struct ws *w)
     ito_policy_share();
 }
 
+/* Into the next slot; a previous occupant moves to the deque. */
+static void put_next(struct ws *w, ito_policy_node_t *n)
+{
+    ito_policy_node_t *old = atomic_load_explicit(&w->next, memory_order_relaxed);
+    if (w->dq.solo) {   /* no thieves */
+        atomic_store_explicit(&w->next, n, memory_order_relaxed);
+    } else if (!old) {
+        /* Safe as a plain store: thieves only ever change the slot from
+         * non-empty to empty. Release pairs with a thief's acquire load. */
+        atomic_store_explicit(&w->next, n, memory_order_release);
+    } else {
+        /* A thief may be taking `old` right now: exchange, and push out
+         * whatever we really took. */
+        old = atomic_exchange_explicit(&w->next, n, memory_order_acq_rel);
+    }
+    if (old)
+        ito__deque_push(&w->dq, old);
+}
+
 static void ws_enqueue(ito_policy_vproc_t *vp, ito_policy_node_t *n, ito_ready_reason_t why)
 {
     struct ws *w = W(vp);
-    switch (why) {
-    case ITO_READY_WAKE: {
-        /* Into the next slot; a previous occupant moves to the deque. The
-         * plain store is safe when the slot is empty: thieves only ever
-         * change it from non-empty to empty. Release pairs with a thief's
-         * acquire load. */
-        ito_policy_node_t *old = atomic_load_explicit(&w->next, memory_order_relaxed);
-        if (!old)
-            atomic_store_explicit(&w->next, n, memory_order_release);
-        else if ((old = atomic_exchange_explicit(&w->next, n, memory_order_acq_rel)))
-            ito__deque_push(&w->dq, old);
-        return;
-    }
-    case ITO_READY_YIELD:
-    case ITO_READY_PREEMPT:
-        if (ito_policy_idle_vprocs()) {
-            ito__deque_push(&w->dq, n);
-            ito_policy_share();
-        } else {
-            yq_push(w, n);
-        }
-        return;
-    default:   /* SPAWN, RESUME */
+    if (ITO_LIKELY(why != ITO_READY_YIELD && why != ITO_READY_PREEMPT)) {
+        put_next(w, n);   /* SPAWN, WAKE, RESUME */
+    } else if (ito_policy_idle_vprocs()) {
         ito__deque_push(&w->dq, n);
-        return;
+        ito_policy_share();
+    } else {
+        yq_push(w, n);
     }
 }
 
@@ -168,8 +170,10 @@ static ito_policy_node_t *ws_pick(ito_policy_vproc_t *vp)
 static bool ws_take(ito_policy_vproc_t *vp, ito_policy_node_t *n)
 {
     struct ws *w = W(vp);
-    /* Only if n is at the bottom of the deque, i.e. would be picked next
-     * after the next slot; take may still lose it to a thief (NULL). */
+    /* Only if n would run next: in the next slot, or at the bottom of the
+     * deque. Either may still be lost to a thief. */
+    if (atomic_load_explicit(&w->next, memory_order_relaxed) == n)
+        return take_next(w) == n;   /* a thief can only have emptied the slot */
     return ito__deque_peek(&w->dq) == n && ito__deque_take(&w->dq) == n;
 }
 

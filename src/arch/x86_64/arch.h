@@ -48,6 +48,18 @@ static inline uint64_t ito__arch_fpctl(void)
     return (uint64_t)mxcsr | ((uint64_t)cw << 32);
 }
 
+/* The current stack pointer. */
+static inline void *ito__arch_sp(void)
+{
+    void *sp;
+    __asm__ __volatile__("movq %%rsp, %0" : "=r"(sp));
+    return sp;
+}
+
+/* Bytes below the stack pointer that a leaf function may use without moving
+ * it (the SysV red zone). */
+#define ITO_ARCH_RED_ZONE 128
+
 /* Size of the frame ito__ctx_make builds below the top of a stack. */
 #define ITO_ARCH_INITIAL_FRAME 72
 /* Stacks grow down. */
