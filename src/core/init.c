@@ -85,7 +85,7 @@ static int start(const ito_config_t *c, bool adopt)
     ito__rt.pin = pin;
     ito__rt.policy = pol;
 
-    int e = ito__stacks_init(ito__rt.stack_size);
+    int e = ito__stacks_init(stack);
     if (e)
         return e;
     ito__rt.stack_size = ito__stack_round(stack);

@@ -93,7 +93,7 @@ static void on_fault(int sig, siginfo_t *si, void *uc)
     if (act && act->vp) {
         struct ito__thread *t = act->vp->current;
         if (t && ito__stack_guard_hit(&t->stack, addr, ito__rt.page)) {
-            report("thread ", t->index, t->name, t->stack.size, si->si_addr);
+            report("thread ", t->index, t->name, t->stack_size, si->si_addr);
             abort();
         }
         if (ito__stack_guard_hit(&act->sched_stack, addr, ito__rt.page)) {

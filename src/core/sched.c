@@ -208,7 +208,7 @@ struct ito__thread *ito__pick_local(struct ito__vproc *vp)
 static void *start_frame(struct ito__vproc *vp, struct ito__thread *next)
 {
     if (!next->stack.lo) {
-        int e = ito__stack_get(vp, next->stack_size, &next->stack);
+        int e = ito__stack_get(vp, ito__stack_reserve(next->stack_size), &next->stack);
         if (e)
             ito__panic("cannot allocate a %zu-byte stack for thread %u \"%s\" (%s); "
                        "lower ITO_STACK_SIZE or free memory",
@@ -313,7 +313,7 @@ static void switch_to(struct ito__activation *act, struct ito__thread *cur, stru
         /* A stack without guard page: an overflow still in progress shows here. */
         if (ITO_UNLIKELY((cur->stack.flags & (ITO_STACK_GUARDED | ITO_STACK_POOLED)) == ITO_STACK_POOLED) &&
             (uintptr_t)ito__arch_sp() < (uintptr_t)cur->stack.lo + ITO_STACK_MARGIN)
-            ito__stack_overflowed(&cur->stack, cur->index, cur->name);
+            ito__stack_overflowed(cur->stack_size, cur->index, cur->name);
     } else {
         from = &act->sched;
         fake_save = &act->sched_fake_stack;

@@ -4,9 +4,11 @@
  * Stacks are mmap'd (MAP_NORESERVE: address space only; pages are touched on
  * demand) and pooled: each vproc keeps a small LIFO cache of default-size
  * stacks, so a thread that exits hands a warm stack to the next one started
- * there; beyond it, stacks go to a global pool; nothing is ever unmapped,
- * but a global pool past ITO_POOL_HOT stacks returns their pages to the
- * kernel (MADV_DONTNEED).
+ * there; beyond it, stacks go to a global pool. Default-size stacks are
+ * never unmapped, but once the global pool holds more than ITO_POOL_HOT of
+ * them, a chunk whose stacks are all back in the pool gives its pages back to
+ * the kernel with one madvise(MADV_DONTNEED) — one system call per chunk, not
+ * per stack, so that a million exiting threads do not cost a million calls.
  *
  * Guard pages. A PROT_NONE page below each stack turns an overflow into a
  * SIGSEGV that overflow.c reports. But each guarded stack costs two kernel
@@ -20,7 +22,8 @@
  * stack, which a million threads cannot afford).
  *
  * Default-size stacks come from chunks (16 guarded or 256 unguarded stacks per
- * mmap); other sizes get a mapping each.
+ * mmap); other sizes get a mapping each. Sizes here are what is mapped:
+ * twice what threads ask for (ito__stack_reserve, stack.h).
  */
 #include "core/stack.h"
 
@@ -45,6 +48,14 @@
 struct ito__stack_cache {
     unsigned n;
     struct ito__stack s[ITO_STACK_CACHE];
+};
+
+/* One mmap of default-size stacks. */
+struct ito__stack_chunk {
+    char *base;
+    size_t len;
+    unsigned n;           /* stacks carved from it */
+    unsigned nfree;       /* of them, in the global pool (pool.lock) */
 };
 
 struct pool {
@@ -79,7 +90,7 @@ static long read_max_map_count(void)
 int ito__stacks_init(size_t dflt)
 {
     page_size = (size_t)sysconf(_SC_PAGESIZE);
-    default_size = ito__stack_round(dflt);
+    default_size = ito__stack_round(ito__stack_reserve(dflt));
     atomic_store(&guarded_left, read_max_map_count() / 4);
     return 0;
 }
@@ -100,12 +111,14 @@ static bool take_guard(long n)
     return false;
 }
 
-static void init_stack(struct ito__stack *s, void *lo, size_t size, uint32_t flags)
+static void init_stack(struct ito__stack *s, void *lo, size_t size, uint32_t flags,
+                       struct ito__stack_chunk *chunk)
 {
     s->lo = lo;
     s->size = size;
     s->flags = flags | ITO_STACK_POOLED;
     s->vg_id = ito__vg_stack_register(lo, (char *)lo + size);
+    s->chunk = chunk;
 }
 
 /* Add k default-size stacks to the global pool; used ones beyond
@@ -124,9 +137,10 @@ static void pool_add(struct ito__stack *s, unsigned k, bool fresh)
         pool.cap = cap;
     }
     for (unsigned i = 0; i < k; i++) {
-        if (!fresh && pool.n >= ITO_POOL_HOT)
-            madvise(s[i].lo, s[i].size, MADV_DONTNEED);
+        struct ito__stack_chunk *c = s[i].chunk;
         pool.items[pool.n++] = s[i];
+        if (++c->nfree == c->n && !fresh && pool.n > ITO_POOL_HOT)
+            madvise(c->base, c->len, MADV_DONTNEED);   /* the whole chunk is idle */
     }
     ito__spin_unlock(&pool.lock);
 }
@@ -148,11 +162,15 @@ static unsigned map_chunk(struct ito__stack *out, unsigned max)
     unsigned n = guarded ? ITO_CHUNK_GUARDED : ITO_CHUNK_UNGUARDED;
     size_t stride = default_size + (guarded ? page_size : 0);
     char *base = map(n * stride);
-    if (!base) {
+    struct ito__stack_chunk *chunk = base ? malloc(sizeof *chunk) : NULL;
+    if (!chunk) {
+        if (base)
+            munmap(base, n * stride);
         if (guarded)
             atomic_fetch_add(&guarded_left, ITO_CHUNK_GUARDED);
         return 0;
     }
+    *chunk = (struct ito__stack_chunk){ base, n * stride, n, 0 };
     struct ito__stack extra[ITO_CHUNK_UNGUARDED];
     unsigned k = 0, nextra = 0;
     for (unsigned i = 0; i < n; i++) {
@@ -160,7 +178,7 @@ static unsigned map_chunk(struct ito__stack *out, unsigned max)
         if (guarded)
             mprotect(lo - page_size, page_size, PROT_NONE);
         struct ito__stack *s = k < max ? &out[k++] : &extra[nextra++];
-        init_stack(s, lo, default_size, guarded ? ITO_STACK_GUARDED : 0);
+        init_stack(s, lo, default_size, guarded ? ITO_STACK_GUARDED : 0, chunk);
     }
     if (nextra)
         pool_add(extra, nextra, true);
@@ -180,7 +198,7 @@ static int map_single(size_t size, struct ito__stack *out)
     }
     if (guarded)
         mprotect(base, page_size, PROT_NONE);
-    init_stack(out, base + (guarded ? page_size : 0), size, guarded ? ITO_STACK_GUARDED : 0);
+    init_stack(out, base + (guarded ? page_size : 0), size, guarded ? ITO_STACK_GUARDED : 0, NULL);
     return 0;
 }
 
@@ -197,8 +215,10 @@ int ito__stack_get(struct ito__vproc *vp, size_t size, struct ito__stack *out)
         unsigned want = c ? ITO_STACK_CACHE / 2 : 1, got = 0;
         struct ito__stack tmp[ITO_STACK_CACHE / 2];
         ito__spin_lock(&pool.lock);
-        while (got < want && pool.n)
-            tmp[got++] = pool.items[--pool.n];
+        while (got < want && pool.n) {
+            tmp[got] = pool.items[--pool.n];
+            tmp[got++].chunk->nfree--;
+        }
         ito__spin_unlock(&pool.lock);
         if (!got)
             got = map_chunk(tmp, want);
@@ -261,12 +281,12 @@ struct ito__stack_cache *ito__stack_cache_create(void)
     return calloc(1, sizeof(struct ito__stack_cache));
 }
 
-void ito__stack_overflowed(const struct ito__stack *s, uint32_t thread_index, const char *name)
+void ito__stack_overflowed(size_t requested, uint32_t thread_index, const char *name)
 {
-    ito__panic("thread %u \"%s\" overflowed its %zu-byte stack (its stack has no guard page: "
+    ito__panic("thread %u \"%s\" overflowed its stack of %zu bytes (its stack has no guard page: "
                "memory below it may be corrupted). Give it a larger stack: "
                "ito_attr_set_stack_size() or ITO_STACK_SIZE=<bytes>",
-               thread_index, name, s->size);
+               thread_index, name, requested);
 }
 
 int ito__stack_map_standalone(size_t size, struct ito__stack *out, void **mapping, size_t *mapping_size)
@@ -283,6 +303,7 @@ int ito__stack_map_standalone(size_t size, struct ito__stack *out, void **mappin
     out->size = size;
     out->flags = ITO_STACK_GUARDED;
     out->vg_id = ito__vg_stack_register(out->lo, base + len);
+    out->chunk = NULL;
     *mapping = base;
     *mapping_size = len;
     return 0;

@@ -18,11 +18,18 @@ struct ito__stack {
     size_t size;             /* usable bytes */
     uint32_t flags;
     uint32_t vg_id;          /* valgrind stack id */
+    struct ito__stack_chunk *chunk;  /* the mapping it was carved from (stack.c), or NULL */
 };
 
 static inline void *ito__stack_top(const struct ito__stack *s) { return (char *)s->lo + s->size; }
 
-int ito__stacks_init(size_t default_size);
+/* Pooled stacks get twice the requested size of address space: the upper
+ * half for the thread itself, the rest so that a child it joins before the
+ * child has started can run inline on this stack with its own full requested
+ * size (inline.c). Pages are touched on demand, so this costs no memory. */
+static inline size_t ito__stack_reserve(size_t requested) { return 2 * requested; }
+
+int ito__stacks_init(size_t default_requested);
 /* Get a stack of `size` usable bytes (page multiple) from vp's pool (vp may be
  * NULL). Returns 0 or ENOMEM. */
 int ito__stack_get(struct ito__vproc *vp, size_t size, struct ito__stack *out);
@@ -33,7 +40,7 @@ int ito__stack_map_standalone(size_t size, struct ito__stack *out, void **mappin
 void ito__stack_unmap_standalone(void *mapping, size_t mapping_size, struct ito__stack *s);
 /* An unguarded stack's thread switched out with its stack pointer below the
  * margin: report the overflow and abort. */
-void ito__stack_overflowed(const struct ito__stack *s, uint32_t thread_index, const char *name)
+void ito__stack_overflowed(size_t requested, uint32_t thread_index, const char *name)
     __attribute__((noreturn, cold));
 /* Stack pointer margin (bytes above lo) below which an unguarded stack counts as overflowed. */
 #define ITO_STACK_MARGIN 256
