@@ -25,7 +25,10 @@
 #include "core/thread.h"
 #include "core/vproc.h"
 
-__thread struct ito__activation *ito__tls_act __attribute__((tls_model("initial-exec")));
+/* Read only from assembly (arch.h): `used` and `externally_visible` keep
+ * link-time optimization from dropping or renaming it. */
+__thread struct ito__activation *ito__tls_act
+    __attribute__((tls_model("initial-exec"), used, externally_visible));
 
 #define ACT_STACK (512 * 1024)       /* pthread stack of a started activation */
 #define SCHED_STACK (256 * 1024)     /* scheduler stack of the adopted activation */
