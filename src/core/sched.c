@@ -51,7 +51,8 @@
 #include "core/stats.h"
 
 /* How many picks between two looks at the clock (timers, policy tick) and at
- * the global queue. At ~20 ns per switch this is a few microseconds. */
+ * the global queue (a power of 2). At ~20 ns per switch this is a few
+ * microseconds. */
 #define ITO_PERIODIC_PICKS 32
 /* Policy tick period. */
 #define ITO_TICK_NS 1000000u
@@ -123,7 +124,7 @@ void ito__ready_slow(struct ito__thread *t, ito_ready_reason_t why, struct ito__
     ito__idle_notify();
 }
 
-void ito__inbox_drain(struct ito__vproc *vp, struct ito__thread *list)
+ITO_NOINLINE void ito__inbox_drain(struct ito__vproc *vp, struct ito__thread *list)
 {
     /* The stack holds the most recent first; hand them over oldest first. */
     struct ito__thread *rev = NULL;
@@ -161,7 +162,6 @@ bool ito__claim_slow(struct ito__thread *t)
  * policy's tick. */
 static ITO_NOINLINE void periodic(struct ito__vproc *vp)
 {
-    vp->pick_count = 0;
     uint64_t next = atomic_load_explicit(&vp->timers.next, memory_order_relaxed);
     uint64_t now = 0;
     if (next != UINT64_MAX || ito__rt.policy->tick) {
@@ -180,14 +180,12 @@ struct ito__thread *ito__pick_local(struct ito__vproc *vp)
 {
     /* ticks tells others this vproc is making progress (idle.c). Owner-only
      * writes; relaxed is enough for a heuristic. */
-    atomic_store_explicit(&vp->ticks, atomic_load_explicit(&vp->ticks, memory_order_relaxed) + 1,
-                          memory_order_relaxed);
-    if (atomic_load_explicit(&vp->inbox, memory_order_relaxed)) {
+    uint64_t ticks = atomic_load_explicit(&vp->ticks, memory_order_relaxed) + 1;
+    atomic_store_explicit(&vp->ticks, ticks, memory_order_relaxed);
+    if (ITO_UNLIKELY(atomic_load_explicit(&vp->inbox, memory_order_relaxed) != NULL))
         /* Acquire pairs with the release CAS in inbox_push. */
-        struct ito__thread *list = atomic_exchange_explicit(&vp->inbox, NULL, memory_order_acquire);
-        ito__inbox_drain(vp, list);
-    }
-    if (ITO_UNLIKELY(++vp->pick_count >= ITO_PERIODIC_PICKS))
+        ito__inbox_drain(vp, atomic_exchange_explicit(&vp->inbox, NULL, memory_order_acquire));
+    if (ITO_UNLIKELY(!(ticks & (ITO_PERIODIC_PICKS - 1))))
         periodic(vp);
     for (;;) {
         ito_policy_node_t *n = ito__rt.policy->pick(&vp->pv);

@@ -73,7 +73,6 @@ struct ito__vproc {
     int index;
     int cpu;                                /* pinned CPU or -1 */
     ito_policy_vproc_t pv;                  /* the policy's view of this vproc */
-    uint32_t pick_count;                    /* picks since the last clock check */
     uint64_t last_tick_ns;                  /* last policy tick */
     struct ito__handover handover;
     struct ito__thread *free_threads;       /* descriptor cache */

@@ -73,6 +73,30 @@ struct ito__deque_buf *ito__deque_grow(struct ito__deque *d, struct ito__deque_b
     return n;
 }
 
+/* The owner's take when thieves exist: see the essay above for the orders. */
+void *ito__deque_take_shared(struct ito__deque *d, int64_t b)
+{
+    struct ito__deque_buf *a = atomic_load_explicit(&d->buf, memory_order_relaxed);
+    atomic_store_explicit(&d->bottom, b, memory_order_relaxed);
+    /* Store-load fence: pairs with the fence in steal (deque.c). */
+    ITO_FENCE();
+    int64_t t = atomic_load_explicit(&d->top, memory_order_relaxed);
+    void *x = NULL;
+    if (t <= b) {
+        x = atomic_load_explicit(&a->slot[b & (a->cap - 1)], memory_order_relaxed);
+        if (t == b) {
+            /* The last item: race the thieves for it. */
+            if (!atomic_compare_exchange_strong_explicit(&d->top, &t, t + 1, memory_order_seq_cst,
+                                                         memory_order_relaxed))
+                x = NULL;
+            atomic_store_explicit(&d->bottom, b + 1, memory_order_relaxed);
+        }
+    } else {
+        atomic_store_explicit(&d->bottom, b + 1, memory_order_relaxed);
+    }
+    return x;
+}
+
 int ito__deque_steal(struct ito__deque *d, void **x)
 {
     int64_t t = atomic_load_explicit(&d->top, memory_order_acquire);

@@ -55,6 +55,9 @@ static inline void *ito__deque_peek(struct ito__deque *d)
     return atomic_load_explicit(&a->slot[(b - 1) & (a->cap - 1)], memory_order_relaxed);
 }
 
+/* The take of a deque that thieves may touch (deque.c), b = bottom - 1. */
+void *ito__deque_take_shared(struct ito__deque *d, int64_t b);
+
 /* Owner: take the newest item, or NULL. */
 static inline void *ito__deque_take(struct ito__deque *d)
 {
@@ -63,30 +66,12 @@ static inline void *ito__deque_take(struct ito__deque *d)
     if (atomic_load_explicit(&d->top, memory_order_relaxed) >= b)
         return NULL;
     b--;
+    if (!d->solo)
+        return ito__deque_take_shared(d, b);
+    /* Nobody steals: a plain pop. */
     struct ito__deque_buf *a = atomic_load_explicit(&d->buf, memory_order_relaxed);
-    if (d->solo) {
-        /* Nobody steals: a plain pop. */
-        atomic_store_explicit(&d->bottom, b, memory_order_relaxed);
-        return atomic_load_explicit(&a->slot[b & (a->cap - 1)], memory_order_relaxed);
-    }
     atomic_store_explicit(&d->bottom, b, memory_order_relaxed);
-    /* Store-load fence: pairs with the fence in steal (deque.c). */
-    ITO_FENCE();
-    int64_t t = atomic_load_explicit(&d->top, memory_order_relaxed);
-    void *x = NULL;
-    if (t <= b) {
-        x = atomic_load_explicit(&a->slot[b & (a->cap - 1)], memory_order_relaxed);
-        if (t == b) {
-            /* The last item: race the thieves for it. */
-            if (!atomic_compare_exchange_strong_explicit(&d->top, &t, t + 1, memory_order_seq_cst,
-                                                         memory_order_relaxed))
-                x = NULL;
-            atomic_store_explicit(&d->bottom, b + 1, memory_order_relaxed);
-        }
-    } else {
-        atomic_store_explicit(&d->bottom, b + 1, memory_order_relaxed);
-    }
-    return x;
+    return atomic_load_explicit(&a->slot[b & (a->cap - 1)], memory_order_relaxed);
 }
 
 /* Approximate number of items (for deciding how much to steal). */

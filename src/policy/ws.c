@@ -16,9 +16,9 @@
  *     (seed 000 §4.2; Cilk), FIFO for thieves, which take the oldest —
  *     usually largest — work;
  *   - a private FIFO for threads that yielded, so that ito_yield among the
- *     threads of one vproc costs no atomic instruction. When other vprocs are
- *     idle, yielded threads go to (or are moved to) the deque instead, where
- *     they can be stolen.
+ *     threads of one vproc costs no atomic instruction. Every few picks, if
+ *     other vprocs are idle, the yielded threads move to the deque, where they
+ *     can be stolen.
  *
  * Stealing: an idle vproc visits the others from a random one on, and takes
  * half of the first non-empty deque it finds (at most ITO_WS_STEAL_MAX), one
@@ -38,6 +38,7 @@
 #define ITO_WS_NEXT_GRACE_NS 5000    /* before a thief may take the next slot (Go: 3 µs) */
 #define ITO_WS_STEAL_MAX 128         /* threads taken by one steal */
 #define ITO_WS_LOG_CAP 8             /* initial deque capacity: 256 */
+#define ITO_WS_SHARE_EVERY 8         /* picks between looks for idle vprocs (power of 2) */
 
 struct seen {                        /* a thief's last look at a victim's next slot */
     ito_policy_node_t *node;
@@ -88,7 +89,7 @@ static void yq_push(struct ws *w, ito_policy_node_t *n)
 }
 
 /* Other vprocs are idle: make the yielded threads stealable. */
-static void yq_share(struct ws *w)
+static ITO_NOINLINE void yq_share(struct ws *w)
 {
     for (ito_policy_node_t *n = w->yq_head, *nx; n; n = nx) {
         nx = n->next;
@@ -120,14 +121,10 @@ static void put_next(struct ws *w, ito_policy_node_t *n)
 static void ws_enqueue(ito_policy_vproc_t *vp, ito_policy_node_t *n, ito_ready_reason_t why)
 {
     struct ws *w = W(vp);
-    if (ITO_LIKELY(why != ITO_READY_YIELD && why != ITO_READY_PREEMPT)) {
+    if (ITO_LIKELY(why != ITO_READY_YIELD && why != ITO_READY_PREEMPT))
         put_next(w, n);   /* SPAWN, WAKE, RESUME */
-    } else if (ito_policy_idle_vprocs()) {
-        ito__deque_push(&w->dq, n);
-        ito_policy_share();
-    } else {
-        yq_push(w, n);
-    }
+    else
+        yq_push(w, n);    /* shared by ws_pick if other vprocs are idle */
 }
 
 static ito_policy_node_t *take_next(struct ws *w)
@@ -146,9 +143,10 @@ static ito_policy_node_t *take_next(struct ws *w)
 static ito_policy_node_t *ws_pick(ito_policy_vproc_t *vp)
 {
     struct ws *w = W(vp);
-    atomic_store_explicit(&w->picks, atomic_load_explicit(&w->picks, memory_order_relaxed) + 1,
-                          memory_order_relaxed);
-    if (ITO_UNLIKELY(w->yq_head != NULL) && ito_policy_idle_vprocs())
+    uint64_t picks = atomic_load_explicit(&w->picks, memory_order_relaxed) + 1;
+    atomic_store_explicit(&w->picks, picks, memory_order_relaxed);
+    /* Every few picks: let idle vprocs have the yielded threads. */
+    if (ITO_UNLIKELY(w->yq_head != NULL) && !(picks & (ITO_WS_SHARE_EVERY - 1)) && ito_policy_idle_vprocs())
         yq_share(w);
     ito_policy_node_t *n;
     if (w->streak < ITO_WS_NEXT_CAP && (n = take_next(w))) {
