@@ -20,13 +20,25 @@
  *     spawn and join with no wrapper.
  *
  * Thread-local storage and errno
- *   errno belongs to the ito thread: it is saved and restored across every
- *   switch and migration. A C `__thread` / `thread_local` variable, however,
- *   belongs to the kernel thread that happens to run the ito thread: after a
- *   call that may switch, the same ito thread may see another kernel thread's
- *   copy. Use keys (ito_key_create) or ito_set_data for per-thread data.
- *   Likewise, do not hold a C-library lock (flockfile, a FILE being written)
- *   across a call that may switch: those locks record the kernel thread.
+ *   errno belongs to the ito thread: ito saves it when the thread switches
+ *   out and restores it, in the errno of whichever kernel thread runs the
+ *   thread next, when it switches in (also after a migration). But errno is
+ *   itself thread-local storage of the kernel thread, and glibc declares its
+ *   address function const: within one function the compiler may compute
+ *   errno's address once and reuse it after a call that may switch — if the
+ *   thread migrated meanwhile, that reads the other kernel thread's errno.
+ *   So read errno right after the call that set it, before any call that may
+ *   switch (as one does anyway, since most calls may change errno).
+ *   A C `__thread` / `thread_local` variable likewise belongs to the kernel
+ *   thread that happens to run the ito thread: after a call that may switch,
+ *   the same ito thread may see another kernel thread's copy. Use keys
+ *   (ito_key_create) or ito_set_data for per-thread data. And do not hold a
+ *   C-library lock (flockfile, a FILE being written) across a call that may
+ *   switch: those locks record the kernel thread.
+ *
+ * Scheduling is cooperative in this version: a thread keeps its vproc until
+ * it calls something that may switch (or blocks in a system call, which
+ * blocks the vproc). Other vprocs keep running the other threads.
  */
 #ifndef ITO_H
 #define ITO_H
@@ -63,7 +75,8 @@ extern "C" {
 /*
  * Runtime configuration. Start from ITO_CONFIG_INIT; a field left at its
  * "default" value takes the environment variable named beside it, or else the
- * built-in default.
+ * built-in default. A malformed or out-of-range environment variable is
+ * reported on stderr and the default is used instead.
  */
 typedef struct ito_config {
     int vprocs;            /* 0: ITO_VPROCS, else the CPUs this process may use
@@ -139,8 +152,10 @@ typedef struct ito_attr {
 /* Set defaults: runtime's stack size, ITO_PRIO_DEFAULT, joinable, no name,
  * no preferred vproc. Returns 0, or EINVAL if attr is NULL. */
 ITO_API int ito_attr_init(ito_attr_t *attr);
-/* Stack size in bytes, rounded up to whole pages: EINVAL outside
- * [ITO_STACK_MIN, ITO_STACK_MAX]. */
+/* Stack size in bytes, rounded up to whole pages (the getter returns the
+ * rounded value): EINVAL outside [ITO_STACK_MIN, ITO_STACK_MAX]. A thread's
+ * stack holds at least this much; a thread joined before it starts may run
+ * on its joiner's stack, where more may be available. */
 ITO_API int ito_attr_set_stack_size(ito_attr_t *attr, size_t bytes);
 ITO_API int ito_attr_get_stack_size(const ito_attr_t *attr, size_t *bytes);
 /* EINVAL outside [0, ITO_PRIO_MAX]. */
@@ -152,9 +167,11 @@ ITO_API int ito_attr_get_detached(const ito_attr_t *attr, bool *detached);
 /* A name for debugging (copied). ERANGE if it needs more than ITO_NAME_MAX bytes. */
 ITO_API int ito_attr_set_name(ito_attr_t *attr, const char *name);
 ITO_API int ito_attr_get_name(const ito_attr_t *attr, char *buf, size_t len);
-/* Preferred vproc, or -1 for none. The thread starts there and goes back there
- * whenever it is woken; the policy may still run it elsewhere when its vproc is
- * busy and another is idle. EINVAL if < -1; at spawn, EINVAL if >= ito_vproc_count(). */
+/* Preferred vproc, or -1 for none. The thread is handed to that vproc when it
+ * starts and whenever it is woken; the policy may still run it elsewhere when
+ * its vproc is busy and another is idle. "ws" does; "fifo" keeps one queue for
+ * all vprocs, so a thread runs on whichever vproc takes it first. EINVAL if
+ * < -1; at spawn, EINVAL if >= ito_vproc_count(). */
 ITO_API int ito_attr_set_vproc(ito_attr_t *attr, int vproc);
 ITO_API int ito_attr_get_vproc(const ito_attr_t *attr, int *vproc);
 
@@ -204,16 +221,17 @@ ITO_API ito_thread_t ito_self(void);
 ITO_API int ito_suspend(ito_thread_t t);
 
 /* Let a suspended thread run again. Returns 0 (also if t is not suspended);
- * ESRCH. Does not switch. */
+ * ESRCH for a stale handle or an exited thread. Does not switch. */
 ITO_API int ito_resume(ito_thread_t t);
 
 /*
  * Restart a suspended thread with a new entry: its current computation is
  * discarded (what it held stays held; its stack frames are dropped without
  * unwinding) and, once resumed, it runs fn(arg) from the start. This is
- * Scheme's thread-set-continuation!. Returns 0; ESRCH; EINVAL if t is not
- * suspended or is the caller, or fn is NULL; EBUSY if t has been asked to
- * suspend but has not stopped yet (still running, or still blocked in a wait).
+ * Scheme's thread-set-continuation!. Returns 0; ESRCH for a stale handle or
+ * an exited thread; EINVAL if t is not suspended or is the caller, or fn is
+ * NULL; EBUSY if t has been asked to suspend but has not stopped yet (still
+ * running, or still blocked in a wait).
  */
 ITO_API int ito_set_entry(ito_thread_t t, void *(*fn)(void *), void *arg);
 
@@ -252,8 +270,9 @@ ITO_API void *ito_getspecific(ito_key_t key);
 /* ------------------------------------------------------------------------ */
 /* Synchronization. All of it parks the calling ito thread, never its vproc;  */
 /* foreign kernel threads may use it too (they block in the kernel). Objects  */
-/* are plain memory: an all-zero object equals its _INIT value.               */
-/* Absolute times are CLOCK_MONOTONIC.                                        */
+/* are plain memory: an all-zero object equals its _INIT value. Using an      */
+/* object after its _destroy gives EINVAL until it is initialized again.      */
+/* Absolute times are CLOCK_MONOTONIC; a malformed timespec gives EINVAL.     */
 /* ------------------------------------------------------------------------ */
 
 /* Mutex: error-checking (EDEADLK on relock by the owner, EPERM on unlock by a
@@ -267,7 +286,7 @@ ITO_API int ito_mutex_init(ito_mutex_t *m);
 ITO_API int ito_mutex_destroy(ito_mutex_t *m);
 ITO_API int ito_mutex_lock(ito_mutex_t *m);             /* MAY SWITCH; EDEADLK, EINVAL */
 ITO_API int ito_mutex_trylock(ito_mutex_t *m);          /* EBUSY if held (by anyone) */
-ITO_API int ito_mutex_timedlock(ito_mutex_t *m, const struct timespec *abstime); /* MAY SWITCH; ETIMEDOUT */
+ITO_API int ito_mutex_timedlock(ito_mutex_t *m, const struct timespec *abstime); /* MAY SWITCH; ETIMEDOUT, EDEADLK */
 ITO_API int ito_mutex_unlock(ito_mutex_t *m);           /* EPERM if not the owner */
 
 /* Condition variable. */
@@ -290,9 +309,9 @@ typedef struct ito_rwlock { uintptr_t opaque_[8]; } ito_rwlock_t;
 ITO_API int ito_rwlock_init(ito_rwlock_t *l);
 ITO_API int ito_rwlock_destroy(ito_rwlock_t *l);        /* EBUSY if held or waited on */
 ITO_API int ito_rwlock_rdlock(ito_rwlock_t *l);         /* MAY SWITCH; EAGAIN at 2^31-1 readers */
-ITO_API int ito_rwlock_tryrdlock(ito_rwlock_t *l);      /* EBUSY */
+ITO_API int ito_rwlock_tryrdlock(ito_rwlock_t *l);      /* EBUSY; EDEADLK if the caller writes */
 ITO_API int ito_rwlock_wrlock(ito_rwlock_t *l);         /* MAY SWITCH; EDEADLK if the caller writes */
-ITO_API int ito_rwlock_trywrlock(ito_rwlock_t *l);      /* EBUSY */
+ITO_API int ito_rwlock_trywrlock(ito_rwlock_t *l);      /* EBUSY; EDEADLK if the caller writes */
 ITO_API int ito_rwlock_unlock(ito_rwlock_t *l);         /* EPERM if not held */
 
 /* Barrier for `count` threads. */

@@ -8,7 +8,7 @@ what=${1:-build}
 
 pkgs="cmake ninja-build gcc make pkg-config"
 case "$what" in
-  test) pkgs="$pkgs valgrind" ;;
+  test) pkgs="$pkgs valgrind gdb" ;;
   run)  pkgs="$pkgs python3 python3-matplotlib" ;;
 esac
 

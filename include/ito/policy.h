@@ -91,9 +91,10 @@ typedef struct ito_policy_ops {
 /*
  * Register a policy (the table must outlive the process). Returns 0; EINVAL
  * for a NULL table, a bad name, a size too small or a missing required op;
- * ENOTSUP for another ABI version; EEXIST if the name is taken; ENOSPC beyond
- * ITO_POLICIES_MAX. May be called before or after ito_init (a policy is chosen
- * only at initialization).
+ * ENOTSUP for another ABI version; EEXIST if the name is taken (the built-in
+ * "ws" and "fifo" are always taken); ENOSPC beyond ITO_POLICIES_MAX, which
+ * counts the built-in policies. May be called before or after ito_init (a
+ * policy is chosen only at initialization).
  */
 ITO_API int ito_policy_register(const ito_policy_ops_t *ops);
 

@@ -125,6 +125,7 @@ int ito__activation_adopt(struct ito__vproc *vp)
     uint64_t ctl = atomic_load_explicit(&t->ctl, memory_order_relaxed) & ~(uint64_t)UINT32_MAX;
     atomic_store_explicit(&t->ctl, ctl, memory_order_release);
     vp->current = t;
+    atomic_store_explicit(&vp->run_state, ITO_VP_BUSY, memory_order_relaxed);
     ito__activation_setup_self(a);
     return 0;
 }

@@ -75,6 +75,7 @@ ITO_API ito_cont_t ito_cont_make(const ito_cont_stack_t *s, ito_cont_fn_t fn)
     k->stack_size = s->size;
     k->fake_stack = NULL;
     k->tsan_fiber = ito__tsan_create();
+    ito__san_unpoison(s->base, (size_t)((char *)k - (char *)s->base));
     k->ctx.sp = ito__ctx_make(k, cont_entry, ito__arch_fpctl());
     return k;
 }
@@ -110,6 +111,8 @@ ITO_API int ito_cont_stack_alloc(ito_cont_stack_t *s, size_t size)
     s->base = st.lo;
     s->size = st.size;
     s->tool_id_ = st.vg_id;
+    /* The address may have held a stack with frames that never returned. */
+    ito__san_unpoison(st.lo, st.size);
     return 0;
 }
 
@@ -118,6 +121,8 @@ ITO_API void ito_cont_stack_free(ito_cont_stack_t *s)
     if (!s || !s->mapping_)
         return;
     struct ito__stack st = { .lo = s->base, .size = s->size, .vg_id = s->tool_id_ };
+    /* A continuation left suspended leaves poisoned frames behind. */
+    ito__san_unpoison(st.lo, st.size);
     ito__stack_unmap_standalone(s->mapping_, s->mapping_size_, &st);
     s->mapping_ = NULL;
     s->base = NULL;

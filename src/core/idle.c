@@ -40,6 +40,7 @@
 
 #include <errno.h>
 #include <linux/membarrier.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -55,7 +56,7 @@
 #define ITO_RESCUE_NS 50000u
 /* Upper bound of the backoff between two looks at other vprocs, in rounds of
  * the spin loop (one pause each, ~16 ns on the development machine). */
-#define ITO_BACKOFF_MAX 64u
+#define ITO_BACKOFF_MAX 256u
 
 void ito__idle_init(void)
 {
@@ -65,7 +66,7 @@ void ito__idle_init(void)
 }
 
 /* The sleeper's side: see ito__fence_light (sched.h). */
-static void fence_heavy(void)
+void ito__fence_heavy(void)
 {
     if (ito__rt.asym_fence && syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0)
         return;
@@ -76,10 +77,10 @@ static void fence_heavy(void)
 static bool wake_vproc(struct ito__vproc *vp)
 {
     uint32_t s = ITO_VP_SLEEPING;
-    if (atomic_load_explicit(&vp->sleep_state, memory_order_relaxed) == ITO_VP_SLEEPING &&
-        atomic_compare_exchange_strong_explicit(&vp->sleep_state, &s, ITO_VP_AWAKE,
+    if (atomic_load_explicit(&vp->run_state, memory_order_relaxed) == ITO_VP_SLEEPING &&
+        atomic_compare_exchange_strong_explicit(&vp->run_state, &s, ITO_VP_IDLE,
                                                 memory_order_relaxed, memory_order_relaxed)) {
-        ito__futex_wake(&vp->sleep_state, 1);
+        ito__futex_wake(&vp->run_state, 1);
         return true;
     }
     return false;
@@ -113,7 +114,7 @@ void ito__idle_timer_armed(uint64_t deadline)
         return;
     for (int i = 0; i < ito__rt.nvprocs; i++) {
         struct ito__vproc *vp = ito__rt.vprocs[i];
-        if (atomic_load_explicit(&vp->sleep_state, memory_order_relaxed) != ITO_VP_SLEEPING)
+        if (atomic_load_explicit(&vp->run_state, memory_order_relaxed) != ITO_VP_SLEEPING)
             continue;
         uint64_t d = atomic_load_explicit(&vp->sleep_deadline, memory_order_relaxed);
         if ((d == 0 || d > deadline) && wake_vproc(vp))
@@ -133,17 +134,25 @@ static bool run_timers(struct ito__vproc *self, uint64_t now)
     return fired;
 }
 
-/* Empty the inbox of a vproc that has stopped picking (its activation runs
- * one thread for a long time), so that threads sent there do not wait while
- * this vproc idles. */
+/* Empty the inbox of a vproc that has stopped picking because its activation
+ * runs one thread for a long time, so that threads sent there do not wait
+ * while this vproc idles. Only a BUSY vproc qualifies — an idle one picks
+ * its inbox itself, a sleeping one is woken by whoever fills its inbox — and
+ * only after this vproc has seen the inbox non-empty and the owner's pick
+ * count unchanged for the whole window. */
 static void rescue_inboxes(struct ito__vproc *self, uint64_t now)
 {
     for (int i = 0; i < ito__rt.nvprocs; i++) {
         struct ito__vproc *vp = ito__rt.vprocs[i];
-        if (vp == self || !atomic_load_explicit(&vp->inbox, memory_order_relaxed))
+        if (vp == self)
             continue;
+        if (!atomic_load_explicit(&vp->inbox, memory_order_relaxed) ||
+            atomic_load_explicit(&vp->run_state, memory_order_relaxed) != ITO_VP_BUSY) {
+            self->seen_since[i] = 0;   /* start over next time */
+            continue;
+        }
         uint64_t ticks = atomic_load_explicit(&vp->ticks, memory_order_relaxed);
-        if (ticks != self->seen_ticks[i]) {
+        if (!self->seen_since[i] || ticks != self->seen_ticks[i]) {
             self->seen_ticks[i] = ticks;
             self->seen_since[i] = now;
         } else if (now - self->seen_since[i] >= ITO_RESCUE_NS) {
@@ -151,6 +160,7 @@ static void rescue_inboxes(struct ito__vproc *self, uint64_t now)
              * batches disjoint. Acquire pairs with inbox_push's release. */
             struct ito__thread *list = atomic_exchange_explicit(&vp->inbox, NULL, memory_order_acquire);
             ito__inbox_drain(self, list);
+            self->seen_since[i] = 0;
         }
     }
 }
@@ -223,7 +233,12 @@ struct ito__thread *ito__idle_find(struct ito__vproc *vp)
         uint64_t start = now;
         unsigned backoff = 1, round = 0;
         for (;;) {
-            ito__cpu_relax();
+            /* With more vprocs than CPUs, another activation may be waiting
+             * for this CPU: let it run rather than spin in its way. */
+            if (ITO_UNLIKELY(ito__rt.oversubscribed))
+                sched_yield();
+            else
+                ito__cpu_relax();
             if ((t = ito__pick_local(vp)))
                 break;
             if (++round < backoff)
@@ -241,10 +256,10 @@ struct ito__thread *ito__idle_find(struct ito__vproc *vp)
         }
         /* Sleep. Announce it, then look once more (the Dekker pair above). */
         atomic_store_explicit(&vp->sleep_deadline, 0, memory_order_relaxed);
-        atomic_store_explicit(&vp->sleep_state, ITO_VP_SLEEPING, memory_order_relaxed);
+        atomic_store_explicit(&vp->run_state, ITO_VP_SLEEPING, memory_order_relaxed);
         atomic_fetch_add_explicit(&ito__rt.nsleeping, 1, memory_order_seq_cst);
         atomic_fetch_sub_explicit(&ito__rt.nspinning, 1, memory_order_seq_cst);
-        fence_heavy();
+        ito__fence_heavy();
         t = find_work(vp, ito__now_ns());
         if (!t) {
             maybe_exit_process();
@@ -253,16 +268,16 @@ struct ito__thread *ito__idle_find(struct ito__vproc *vp)
                 deadline = 0;
             atomic_store_explicit(&vp->sleep_deadline, deadline, memory_order_relaxed);
             ITO_STAT_INC(vp, idle_sleeps);
-            while (atomic_load_explicit(&vp->sleep_state, memory_order_acquire) == ITO_VP_SLEEPING) {
-                int r = ito__futex_wait(&vp->sleep_state, ITO_VP_SLEEPING, deadline);
+            while (atomic_load_explicit(&vp->run_state, memory_order_acquire) == ITO_VP_SLEEPING) {
+                int r = ito__futex_wait(&vp->run_state, ITO_VP_SLEEPING, deadline);
                 if (r == ETIMEDOUT)
                     break;
             }
-            if (atomic_exchange_explicit(&vp->sleep_state, ITO_VP_AWAKE, memory_order_acquire) ==
-                ITO_VP_AWAKE)
+            if (atomic_exchange_explicit(&vp->run_state, ITO_VP_IDLE, memory_order_acquire) ==
+                ITO_VP_IDLE)
                 ITO_STAT_INC(vp, wakeups);
         } else {
-            atomic_store_explicit(&vp->sleep_state, ITO_VP_AWAKE, memory_order_relaxed);
+            atomic_store_explicit(&vp->run_state, ITO_VP_IDLE, memory_order_relaxed);
         }
         atomic_fetch_sub_explicit(&ito__rt.nsleeping, 1, memory_order_seq_cst);
         if (t)

@@ -101,7 +101,9 @@ ITO_NOINLINE void ito__join_inline(struct ito__thread *self, struct ito__thread 
     else
         self->inl_wait = NULL;
     *act->errno_ptr = self->saved_errno;
-    /* A suspension asked for while we waited takes effect now. */
+    /* A suspension asked for while we waited takes effect now (the same
+     * Dekker pair as ito__claim: RUNNING stored, then the request loaded). */
+    ito__fence_light();
     if (ITO_UNLIKELY(atomic_load_explicit(&self->susp_req, memory_order_relaxed))) {
         uint64_t ctl = atomic_load_explicit(&self->ctl, memory_order_relaxed);
         ito_suspend((ito_thread_t){ ito__thread_id(self, ctl) });

@@ -2,7 +2,9 @@
  * Stack overflow reports.
  *
  * A thread that runs off the bottom of its stack touches the guard page below
- * it and the kernel sends SIGSEGV. The signal cannot be handled on the
+ * it (or, for a stack without one of ours — main's, whose growth the kernel
+ * stops at RLIMIT_STACK, or a pooled stack past the guard-page budget — the
+ * memory just below) and the kernel sends SIGSEGV. The signal cannot be handled on the
  * overflowed stack, so every activation has an alternate signal stack
  * (sigaltstack) and ito's handler runs there (SA_ONSTACK). If the faulting
  * address is in the guard page of the running thread's stack (or of the
@@ -92,11 +94,11 @@ static void on_fault(int sig, siginfo_t *si, void *uc)
     uintptr_t addr = (uintptr_t)si->si_addr;
     if (act && act->vp) {
         struct ito__thread *t = act->vp->current;
-        if (t && ito__stack_guard_hit(&t->stack, addr, ito__rt.page)) {
+        if (t && ito__stack_overflow_fault(&t->stack, addr, ito__rt.page)) {
             report("thread ", t->index, t->name, t->stack_size, si->si_addr);
             abort();
         }
-        if (ito__stack_guard_hit(&act->sched_stack, addr, ito__rt.page)) {
+        if (ito__stack_overflow_fault(&act->sched_stack, addr, ito__rt.page)) {
             report("the scheduler context of an activation", 0, NULL, act->sched_stack.size,
                    si->si_addr);
             abort();

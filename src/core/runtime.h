@@ -25,6 +25,7 @@ struct ito__runtime {
     uint64_t idle_spin_ns;
     bool pin;
     bool asym_fence;                      /* membarrier available (idle.c) */
+    bool oversubscribed;                  /* more vprocs than CPUs: idle vprocs yield the CPU */
     size_t page;
 
     /* Idle protocol (idle.c); on their own lines: written on idle transitions. */

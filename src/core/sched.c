@@ -145,16 +145,14 @@ ITO_NOINLINE void ito__inbox_drain(struct ito__vproc *vp, struct ito__thread *li
 
 bool ito__claim_slow(struct ito__thread *t)
 {
-    int s = ito__thread_state(t);
+    /* Under t->lk, against ito_resume clearing the request. The state is
+     * NEW or READY (request seen before the claim) or RUNNING (after). */
     ito__spin_lock(&t->lk);
-    if (atomic_load_explicit(&t->susp_req, memory_order_relaxed)) {
-        ito__thread_set_state(t, s, ITO_TS_SUSPENDED);
-        ito__spin_unlock(&t->lk);
-        return false;
-    }
+    int s = ito__thread_state(t);
+    bool stop = atomic_load_explicit(&t->susp_req, memory_order_relaxed);
+    ito__thread_set_state(t, s, stop ? ITO_TS_SUSPENDED : ITO_TS_RUNNING);
     ito__spin_unlock(&t->lk);
-    ito__thread_set_state(t, s, ITO_TS_RUNNING);
-    return true;
+    return !stop;
 }
 
 /* Every ITO_PERIODIC_PICKS picks: expired timers, the global queue (so that
@@ -308,10 +306,6 @@ static void switch_to(struct ito__activation *act, struct ito__thread *cur, stru
         from = &cur->ctx;
         fake_save = &cur->asan_fake_stack;
         cur->saved_errno = *act->errno_ptr;
-        /* A stack without guard page: an overflow still in progress shows here. */
-        if (ITO_UNLIKELY((cur->stack.flags & (ITO_STACK_GUARDED | ITO_STACK_POOLED)) == ITO_STACK_POOLED) &&
-            (uintptr_t)ito__arch_sp() < (uintptr_t)cur->stack.lo + ITO_STACK_MARGIN)
-            ito__stack_overflowed(cur->stack_size, cur->index, cur->name);
     } else {
         from = &act->sched;
         fake_save = &act->sched_fake_stack;
@@ -326,6 +320,11 @@ static void switch_to(struct ito__activation *act, struct ito__thread *cur, stru
 
 void ito__switch_out(struct ito__thread *cur)
 {
+    /* A stack without a guard page: an overflow still in progress shows here,
+     * before the scheduler's own frames go further down. */
+    if (ITO_UNLIKELY(!(cur->stack.flags & ITO_STACK_GUARDED)) &&
+        (uintptr_t)ito__arch_sp() < (uintptr_t)cur->stack.lo + ITO_STACK_MARGIN)
+        ito__stack_overflowed(cur->stack_size, cur->index, cur->name);
     struct ito__activation *act = ito__activation_self();
     struct ito__thread *next = ito__pick_local(act->vp);
     if (next == cur)
@@ -352,11 +351,15 @@ void ito__switch_to(struct ito__thread *cur, struct ito__thread *next)
 void ito__sched_loop(struct ito__activation *act)
 {
     for (;;) {
+        struct ito__vproc *vp = act->vp;
         struct ito__thread *t = act->pending;
-        if (t)
+        if (t) {
             act->pending = NULL;   /* claimed by the thread that handed it over */
-        else
-            t = ito__idle_find(act->vp);
+        } else {
+            atomic_store_explicit(&vp->run_state, ITO_VP_IDLE, memory_order_relaxed);
+            t = ito__idle_find(vp);
+        }
+        atomic_store_explicit(&vp->run_state, ITO_VP_BUSY, memory_order_relaxed);
         switch_to(act, NULL, t, false);
         act = ito__activation_self();
     }

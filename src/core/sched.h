@@ -16,6 +16,8 @@ void ito__vproc_kick(struct ito__vproc *vp);
 void ito__idle_init(void);
 void ito__idle_timer_armed(uint64_t deadline);
 void ito__wake_one(void);
+/* The sleeper's (rare) side of an asymmetric fence: membarrier, or a full fence. */
+void ito__fence_heavy(void);
 
 /* The producer's side of the idle protocol (idle.c): a compiler barrier when
  * the sleepers use membarrier, a full fence otherwise. */
@@ -82,12 +84,24 @@ unsigned ito__global_drain(struct ito__vproc *vp, unsigned max);
 bool ito__claim_slow(struct ito__thread *t);
 
 /* Claim a thread just taken from a policy: RUNNING, or diverted to SUSPENDED
- * (returns false) when a suspension was requested. */
+ * (returns false) when a suspension was requested.
+ *
+ * With ito_suspend this is a Dekker pair: claim stores RUNNING then loads
+ * susp_req; suspend stores susp_req then loads the state (after the heavy
+ * fence). Either the claim sees the request and diverts the thread before it
+ * runs a single instruction of its own, or the suspender sees RUNNING and
+ * waits until the thread stops. */
 static inline bool ito__claim(struct ito__thread *t)
 {
-    if (ITO_UNLIKELY(atomic_load_explicit(&t->susp_req, memory_order_relaxed)))
+    /* A request made well before: divert without ever showing RUNNING.
+     * Acquire (both loads): a 0 written by ito_resume is a release, after
+     * which ito_set_entry's new entry is visible to whoever runs t. */
+    if (ITO_UNLIKELY(atomic_load_explicit(&t->susp_req, memory_order_acquire)))
         return ito__claim_slow(t);
     ito__thread_set_state(t, ito__thread_state(t), ITO_TS_RUNNING);
+    ito__fence_light();
+    if (ITO_UNLIKELY(atomic_load_explicit(&t->susp_req, memory_order_acquire)))
+        return ito__claim_slow(t);
     return true;
 }
 /* Move vp's inbox into its policy. */

@@ -42,16 +42,29 @@ void ito__stack_unmap_standalone(void *mapping, size_t mapping_size, struct ito_
  * margin: report the overflow and abort. */
 void ito__stack_overflowed(size_t requested, uint32_t thread_index, const char *name)
     __attribute__((noreturn, cold));
-/* Stack pointer margin (bytes above lo) below which an unguarded stack counts as overflowed. */
-#define ITO_STACK_MARGIN 256
+/* A thread that switches out with its stack pointer less than this above the
+ * bottom of a stack without guard page counts as overflowed: it has used more
+ * than twice its request minus the margin, so more than it asked for
+ * (ITO_STACK_MIN is this size). */
+#define ITO_STACK_MARGIN (16u * 1024)
 struct ito__stack_cache *ito__stack_cache_create(void);
 /* Round a requested size to whole pages. */
 size_t ito__stack_round(size_t size);
-/* True if addr lies in the guard page of s. */
-static inline int ito__stack_guard_hit(const struct ito__stack *s, uintptr_t addr, size_t page)
+/* Below a stack without a guard page of ours (main's kernel stack, whose
+ * growth the kernel stops at RLIMIT_STACK; a pooled stack past the guard-page
+ * budget), a fault this close counts as an overflow. */
+#define ITO_STACK_FAULT_REACH (64u * 1024)
+
+/* True if a fault at addr means that stack s overflowed: the guard page of a
+ * guarded stack, or just below a stack without one. */
+static inline int ito__stack_overflow_fault(const struct ito__stack *s, uintptr_t addr, size_t page)
 {
     uintptr_t lo = (uintptr_t)s->lo;
-    return s->lo && (s->flags & ITO_STACK_GUARDED) && addr < lo && addr >= lo - page;
+    if (!lo)
+        return 0;
+    if (s->flags & ITO_STACK_GUARDED)
+        return addr < lo && addr >= lo - page;
+    return addr < lo + page && addr >= lo - ITO_STACK_FAULT_REACH;
 }
 
 #endif

@@ -19,6 +19,7 @@
 #include <sched.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <ito.h>
 
@@ -71,7 +72,8 @@ ITO_API int ito_attr_set_stack_size(ito_attr_t *a, size_t bytes)
     ATTR_CHECK(a);
     if (bytes < ITO_STACK_MIN || bytes > ITO_STACK_MAX)
         return EINVAL;
-    a->stack_size_ = bytes;
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    a->stack_size_ = (bytes + page - 1) & ~(page - 1);
     return 0;
 }
 
@@ -488,7 +490,10 @@ ITO_API int ito_suspend(ito_thread_t th)
         return 0;
     }
     ito__spin_unlock(&t->lk);
-    if (s == ITO_TS_RUNNING)
+    /* The Dekker pair with ito__claim (sched.h): request stored, then state
+     * loaded. A thread seen not RUNNING will divert before it runs again. */
+    ito__fence_heavy();
+    if (ito__thread_state(t) == ITO_TS_RUNNING)
         wait_stopped(t, th.id);
     return 0;
 }
@@ -498,7 +503,13 @@ ITO_API int ito_resume(ito_thread_t th)
     struct ito__thread *t = lock_handle(th);
     if (!t)
         return ESRCH;
-    atomic_store_explicit(&t->susp_req, 0, memory_order_relaxed);
+    if (ito__thread_state(t) == ITO_TS_EXITED) {
+        ito__spin_unlock(&t->lk);
+        return ESRCH;
+    }
+    /* Release: pairs with the acquire loads in ito__claim, which may run t
+     * without taking t->lk — it must see what ito_set_entry wrote. */
+    atomic_store_explicit(&t->susp_req, 0, memory_order_release);
     if (ito__thread_state(t) == ITO_TS_SUSPENDED) {
         ito__thread_set_state(t, ITO_TS_SUSPENDED, t->started ? ITO_TS_READY : ITO_TS_NEW);
         ito__spin_unlock(&t->lk);
@@ -509,39 +520,61 @@ ITO_API int ito_resume(ito_thread_t th)
     return 0;
 }
 
+/* Under t->lk: restart a stopped thread at fn(arg). EBUSY if it has not
+ * stopped yet. */
+static int set_entry_locked(struct ito__thread *t, void *(*fn)(void *), void *arg)
+{
+    int st = ito__thread_state(t);
+    bool asked = atomic_load_explicit(&t->susp_req, memory_order_relaxed);
+    if (st == ITO_TS_EXITED)
+        return ESRCH;
+    if (t == ito__thread_self())
+        return EINVAL;
+    /* Stopped means SUSPENDED, or still queued with the request (it will be
+     * diverted when picked: ito__claim). Running or waiting: not yet. */
+    if (st != ITO_TS_SUSPENDED && !(asked && (st == ITO_TS_READY || st == ITO_TS_NEW)))
+        return asked ? EBUSY : EINVAL;
+    if (t->started) {
+        /* Its switch out may not have saved its context yet (it suspended
+         * itself, or yielded and is being diverted): not stopped yet. Never
+         * wait for that here, under t->lk, which the diversion may need.
+         * Acquire pairs with the store of ctx.sp in ito__ctx_jump. */
+        if (!__atomic_load_n(&t->ctx.sp, __ATOMIC_ACQUIRE))
+            return EBUSY;
+        ito__tsan_acquire(&t->ctx);
+        t->ctx.sp = NULL;
+        t->started = false;
+        t->asan_fake_stack = NULL;
+        if (t->inl)
+            ito__inline_detach(t);   /* it ran on its joiner's stack: move it off */
+        else if (!(t->stack.flags & ITO_STACK_POOLED))
+            t->stack.lo = NULL;   /* main's kernel stack: start anew on a pooled one */
+    }
+    t->fn = fn;
+    t->arg = arg;
+    return 0;
+}
+
 ITO_API int ito_set_entry(ito_thread_t th, void *(*fn)(void *), void *arg)
 {
     if (!fn)
         return EINVAL;
-    struct ito__thread *t = lock_handle(th);
-    if (!t)
-        return ESRCH;
-    int e = 0;
-    if (t == ito__thread_self()) {
-        e = EINVAL;
-    } else if (ito__thread_state(t) != ITO_TS_SUSPENDED) {
-        e = atomic_load_explicit(&t->susp_req, memory_order_relaxed) ? EBUSY : EINVAL;
-    } else {
-        if (t->started) {
-            /* It may have suspended itself a moment ago: wait until its
-             * switch has saved the context, then drop the context. Acquire
-             * pairs with the store of ctx.sp in ito__ctx_jump. */
-            while (!__atomic_load_n(&t->ctx.sp, __ATOMIC_ACQUIRE))
-                ito__cpu_relax();
-            ito__tsan_acquire(&t->ctx);
-            t->ctx.sp = NULL;
-            t->started = false;
-            t->asan_fake_stack = NULL;
-            if (t->inl)
-                ito__inline_detach(t);   /* it ran on its joiner's stack: move it off */
-            else if (!(t->stack.flags & ITO_STACK_POOLED))
-                t->stack.lo = NULL;   /* main's kernel stack: start anew on a pooled one */
-        }
-        t->fn = fn;
-        t->arg = arg;
+    /* A thread that ito_suspend has stopped can still be on its way out for a
+     * few instructions (diverted by another vproc's claim, or saving its
+     * context): give such moments a chance to pass, outside the lock. */
+    for (int tries = 0;; tries++) {
+        struct ito__thread *t = lock_handle(th);
+        if (!t)
+            return ESRCH;
+        int e = set_entry_locked(t, fn, arg);
+        ito__spin_unlock(&t->lk);
+        if (e != EBUSY || tries == 64)
+            return e;
+        if (tries < 16)
+            ito__cpu_relax();
+        else
+            sched_yield();
     }
-    ito__spin_unlock(&t->lk);
-    return e;
 }
 
 /* -------------------------------------------------------- thread fields */

@@ -105,6 +105,7 @@ int ito__vprocs_create(int n, bool pin)
 {
     int cpus[CPU_SETSIZE];
     int ncpus = ito__cpus_usable(cpus, CPU_SETSIZE);
+    ito__rt.oversubscribed = n > ncpus;
     ito__rt.vprocs = calloc((size_t)n, sizeof *ito__rt.vprocs);
     ito__rt.pviews = calloc((size_t)n, sizeof *ito__rt.pviews);
     if (!ito__rt.vprocs || !ito__rt.pviews)

@@ -86,12 +86,15 @@ struct ito__vproc {
     /* --- written by others --- */
     _Atomic uint64_t ticks ITO_ALIGNED_CACHELINE;  /* owner: +1 per pick; others read */
     _Atomic(struct ito__thread *) inbox ITO_ALIGNED_CACHELINE; /* MPSC stack of ready threads */
-    _Atomic uint32_t sleep_state ITO_ALIGNED_CACHELINE;   /* ITO_VP_AWAKE / ITO_VP_SLEEPING (futex word) */
+    _Atomic uint32_t run_state ITO_ALIGNED_CACHELINE;   /* ITO_VP_*; the futex word of a sleeper */
     _Atomic uint64_t sleep_deadline;        /* when a sleeping vproc wakes by itself (0: never) */
     struct ito__timer_heap timers ITO_ALIGNED_CACHELINE;
 } ITO_ALIGNED_CACHELINE;
 
-enum { ITO_VP_AWAKE = 0, ITO_VP_SLEEPING = 1 };
+/* What a vproc is doing: running threads; idle in its scheduler context
+ * (looking for work); asleep in the kernel. Written by the owner, except
+ * SLEEPING -> IDLE by whoever wakes it. */
+enum { ITO_VP_IDLE = 0, ITO_VP_SLEEPING = 1, ITO_VP_BUSY = 2 };
 
 /* The activation running the caller, NULL for a foreign kernel thread. */
 static inline struct ito__activation *ito__activation_self(void) { return ito__arch_activation(); }

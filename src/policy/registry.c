@@ -11,6 +11,7 @@
 
 #include <ito/policy.h>
 
+#include "base/panic.h"
 #include "core/runtime.h"
 
 extern const ito_policy_ops_t ito__policy_ws, ito__policy_fifo;
@@ -30,7 +31,15 @@ static bool good_name(const char *name)
     return n > 0 && n < ITO_POLICY_NAME_MAX;
 }
 
+static int do_register(const ito_policy_ops_t *ops);
+
 ITO_API int ito_policy_register(const ito_policy_ops_t *ops)
+{
+    ito__policies_builtin();   /* the built-in names are taken from the start */
+    return do_register(ops);
+}
+
+static int do_register(const ito_policy_ops_t *ops)
 {
     if (!ops)
         return EINVAL;
@@ -81,8 +90,8 @@ const ito_policy_ops_t *ito__policy_find(const char *name)
 static void register_builtin(void)
 {
     /* The built-in policies go through the same validation as any other. */
-    if (ito_policy_register(&ito__policy_ws) || ito_policy_register(&ito__policy_fifo))
-        abort();
+    if (do_register(&ito__policy_ws) || do_register(&ito__policy_fifo))
+        ito__panic("internal error: the built-in policies failed to register");
 }
 
 void ito__policies_builtin(void)

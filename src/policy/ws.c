@@ -223,7 +223,7 @@ static ito_policy_node_t *ws_steal(ito_policy_vproc_t *vp)
             return x;
     }
     /* Deques are empty: a thread may be sitting in a busy vproc's next slot. */
-    uint64_t now = ito_now_ns();
+    uint64_t now = 0;
     for (int i = 0; i < n; i++) {
         ito_policy_vproc_t *v = vp->all[(start + i) % n];
         if (v == vp)
@@ -236,6 +236,8 @@ static ito_policy_node_t *ws_steal(ito_policy_vproc_t *vp)
             s->node = NULL;
             continue;
         }
+        if (!now)
+            now = ito_now_ns();   /* only when some slot is occupied */
         if (x != s->node || picks != s->picks) {
             *s = (struct seen){ x, picks, now };
             continue;
