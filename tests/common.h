@@ -60,4 +60,131 @@ static inline struct timespec test_deadline_in(uint64_t ns)
     return ts;
 }
 
+/* ---- helpers added for the test suite ---------------------------------- */
+
+#include <signal.h>
+#include <stdatomic.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* Poll `cond` (re-evaluated) every millisecond, from an ito thread or a
+ * foreign kernel thread, for at most `secs` seconds; abort with the location
+ * if it never becomes true. A guard against hangs, not a timing assertion. */
+#define WAIT_UNTIL(cond, secs)                                                          \
+    do {                                                                                \
+        uint64_t wu_end_ = ito_now_ns() + (uint64_t)(secs) * 1000000000ull;             \
+        while (!(cond)) {                                                               \
+            if (ito_now_ns() > wu_end_) {                                               \
+                fprintf(stderr, "%s:%d: WAIT_UNTIL timed out after %ds: %s\n",          \
+                        __FILE__, __LINE__, (int)(secs), #cond);                        \
+                abort();                                                                \
+            }                                                                           \
+            ito_sleep_ns(1000000);                                                      \
+        }                                                                               \
+    } while (0)
+
+/* The handle of a thread that is certainly not alive: a forged one. */
+#define TEST_FORGED_THREAD ((ito_thread_t){ 12345 })
+
+/* Run this test's own executable again with argv[1] = arg (for code that must
+ * run in a fresh process, e.g. one that dies on purpose). Its stderr is
+ * collected into err (NUL-terminated, truncated to errlen - 1 bytes); its
+ * stdout is inherited. Returns the wait status. Call it before anything in the
+ * parent that must not be forked (it forks, then execs at once). */
+static inline int test_run_self(const char *arg, char *err, size_t errlen)
+{
+    int fd[2];
+    CHECK(pipe(fd) == 0);
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        dup2(fd[1], 2);
+        close(fd[0]);
+        close(fd[1]);
+        char *argv[] = { (char *)"self", (char *)arg, NULL };
+        execv("/proc/self/exe", argv);
+        _exit(127);
+    }
+    close(fd[1]);
+    size_t n = 0;
+    for (;;) {
+        char tmp[4096];
+        ssize_t r = read(fd[0], tmp, sizeof tmp);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        for (ssize_t i = 0; i < r && n + 1 < errlen; i++)
+            err[n++] = tmp[i];
+    }
+    if (errlen)
+        err[n] = 0;
+    close(fd[0]);
+    int st;
+    while (waitpid(pid, &st, 0) < 0)
+        CHECK(errno == EINTR);
+    return st;
+}
+
+/* Describe a wait status (for failure messages). */
+static inline const char *test_status_str(int st, char *buf, size_t len)
+{
+    if (WIFEXITED(st))
+        snprintf(buf, len, "exited with status %d", WEXITSTATUS(st));
+    else if (WIFSIGNALED(st))
+        snprintf(buf, len, "killed by signal %d (%s)", WTERMSIG(st), strsignal(WTERMSIG(st)));
+    else
+        snprintf(buf, len, "status 0x%x", st);
+    return buf;
+}
+
+/* The child must have died of `sig` and written `needle` to stderr. */
+#define CHECK_DIED_WITH(st, sig, errtext, needle)                                       \
+    do {                                                                                \
+        char sb_[128];                                                                  \
+        if (!WIFSIGNALED(st) || WTERMSIG(st) != (sig)) {                                \
+            fprintf(stderr, "%s:%d: child %s, expected signal %d; its stderr:\n%s\n",   \
+                    __FILE__, __LINE__, test_status_str(st, sb_, sizeof sb_), (sig),   \
+                    (errtext));                                                         \
+            abort();                                                                    \
+        }                                                                               \
+        if (!strstr((errtext), (needle))) {                                             \
+            fprintf(stderr, "%s:%d: child's stderr lacks \"%s\"; it was:\n%s\n",        \
+                    __FILE__, __LINE__, (needle), (errtext));                           \
+            abort();                                                                    \
+        }                                                                               \
+    } while (0)
+
+/* Resident set size of this process in KiB (VmRSS), or -1. */
+static inline long test_rss_kib(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f)
+        return -1;
+    char line[256];
+    long v = -1;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "VmRSS: %ld", &v) == 1)
+            break;
+    fclose(f);
+    return v;
+}
+
+/* errno read and written through calls the compiler cannot inline or merge:
+ * glibc declares __errno_location() const, so code that uses errno directly
+ * on both sides of a call that may switch (and migrate the ito thread to
+ * another kernel thread) may use the old kernel thread's errno. These
+ * evaluate it afresh. (errno_direct.c shows the plain way.) */
+static __attribute__((noipa, unused)) int test_errno(void) { return errno; }
+static __attribute__((noipa, unused)) void test_set_errno(int v) { errno = v; }
+
+/* True when built with AddressSanitizer or ThreadSanitizer. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define TEST_SANITIZED 1
+#else
+#define TEST_SANITIZED 0
+#endif
+
 #endif

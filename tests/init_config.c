@@ -1,0 +1,244 @@
+/* ito_init and the runtime configuration, each case in a fresh child process
+ * (fork before anything initializes ito): EINVAL for every bad field and an
+ * unknown policy (and no harm done: a good ito_init still works after), EBUSY
+ * once initialized (explicitly or implicitly), 0 for NULL then, fields and
+ * environment variables taking effect, and a first call from a foreign kernel
+ * thread. */
+#include <pthread.h>
+#include <sched.h>
+
+#include "common.h"
+
+static void *ret_arg(void *a) { return a; }
+
+static void spawn_join_some(void)
+{
+    ito_thread_t ts[50];
+    for (int i = 0; i < 50; i++)
+        OK(ito_spawn(&ts[i], NULL, ret_arg, (void *)(intptr_t)i));
+    for (int i = 0; i < 50; i++) {
+        void *r;
+        OK(ito_join(ts[i], &r));
+        CHECK_EQ((intptr_t)r, i);
+    }
+}
+
+static void clean_env(void)
+{
+    unsetenv("ITO_POLICY");
+    unsetenv("ITO_VPROCS");
+    unsetenv("ITO_STACK_SIZE");
+    unsetenv("ITO_IDLE_SPIN_US");
+    unsetenv("ITO_PIN");
+}
+
+/* ---- the cases, each run in its own process ---- */
+
+static void case_bad_fields(void)
+{
+    ito_config_t c;
+#define BAD(field, value)                    \
+    do {                                     \
+        c = (ito_config_t)ITO_CONFIG_INIT;   \
+        c.field = value;                     \
+        CHECK_EQ(ito_init(&c), EINVAL);      \
+    } while (0)
+    BAD(vprocs, -1);
+    BAD(vprocs, -100);
+    BAD(vprocs, 1 << 30);
+    BAD(stack_size, 1);
+    BAD(stack_size, ITO_STACK_MIN - 1);
+    BAD(stack_size, ITO_STACK_MAX + 1);
+    BAD(stack_size, SIZE_MAX);
+    BAD(idle_spin_us, -2);
+    BAD(idle_spin_us, -1000);
+    BAD(pin, -2);
+    BAD(pin, 2);
+    BAD(policy, "no-such-policy");
+    BAD(policy, "");
+    BAD(policy, "WS");
+#undef BAD
+    /* Nothing was initialized by the failures: a good configuration works. */
+    c = (ito_config_t)ITO_CONFIG_INIT;
+    c.vprocs = 3;
+    c.stack_size = 128 * 1024;
+    c.policy = "fifo";
+    c.idle_spin_us = 0;
+    c.pin = 0;
+    OK(ito_init(&c));
+    CHECK_EQ(ito_vproc_count(), 3);
+    CHECK(strcmp(ito_policy_name(), "fifo") == 0);
+    CHECK_EQ(ito_vproc_self(), 0);   /* the caller became an ito thread on vproc 0 */
+    CHECK(!ito_thread_equal(ito_self(), ITO_THREAD_NULL));
+    ito_attr_t a;
+    OK(ito_attr_init(&a));
+    size_t sz;
+    OK(ito_attr_get_stack_size(&a, &sz));
+    CHECK_EQ(sz, 128 * 1024);
+    /* Initialized: EBUSY for a configuration, even a valid or a bad one; 0 for
+     * NULL. */
+    CHECK_EQ(ito_init(&c), EBUSY);
+    ito_config_t dflt = ITO_CONFIG_INIT;
+    CHECK_EQ(ito_init(&dflt), EBUSY);
+    OK(ito_init(NULL));
+    OK(ito_init(NULL));
+    spawn_join_some();
+}
+
+static void case_extreme_good_values(void)
+{
+    ito_config_t c = ITO_CONFIG_INIT;
+    c.vprocs = 1;
+    c.stack_size = ITO_STACK_MIN;
+    c.idle_spin_us = 1000000;
+    c.pin = 1;
+    c.policy = "ws";
+    OK(ito_init(&c));
+    CHECK_EQ(ito_vproc_count(), 1);
+    CHECK(strcmp(ito_policy_name(), "ws") == 0);
+    spawn_join_some();
+}
+
+static void case_defaults(void)
+{
+    cpu_set_t set;
+    CHECK_EQ(sched_getaffinity(0, sizeof set, &set), 0);
+    OK(ito_init(NULL));
+    CHECK(ito_vproc_count() >= 1 && ito_vproc_count() <= CPU_COUNT(&set));
+    CHECK(strcmp(ito_policy_name(), "ws") == 0);
+    ito_attr_t a;
+    OK(ito_attr_init(&a));
+    size_t sz;
+    OK(ito_attr_get_stack_size(&a, &sz));
+    CHECK_EQ(sz, ITO_STACK_DEFAULT);
+    CHECK_EQ(ito_init(&(ito_config_t)ITO_CONFIG_INIT), EBUSY);
+    spawn_join_some();
+}
+
+static void case_env(void)
+{
+    setenv("ITO_VPROCS", "2", 1);
+    setenv("ITO_STACK_SIZE", "65536", 1);
+    setenv("ITO_POLICY", "fifo", 1);
+    setenv("ITO_IDLE_SPIN_US", "0", 1);
+    setenv("ITO_PIN", "0", 1);
+    OK(ito_init(NULL));
+    CHECK_EQ(ito_vproc_count(), 2);
+    CHECK(strcmp(ito_policy_name(), "fifo") == 0);
+    ito_attr_t a;
+    OK(ito_attr_init(&a));
+    size_t sz;
+    OK(ito_attr_get_stack_size(&a, &sz));
+    CHECK_EQ(sz, 65536);
+    spawn_join_some();
+}
+
+static void case_fields_beat_env(void)
+{
+    setenv("ITO_VPROCS", "2", 1);
+    setenv("ITO_POLICY", "fifo", 1);
+    ito_config_t c = ITO_CONFIG_INIT;
+    c.vprocs = 3;
+    c.policy = "ws";
+    OK(ito_init(&c));
+    CHECK_EQ(ito_vproc_count(), 3);
+    CHECK(strcmp(ito_policy_name(), "ws") == 0);
+    spawn_join_some();
+}
+
+static void case_implicit_then_explicit(void)
+{
+    /* The first ito call initializes with the defaults; main becomes an ito
+     * thread. */
+    ito_thread_t t;
+    OK(ito_spawn(&t, NULL, ret_arg, NULL));
+    OK(ito_join(t, NULL));
+    CHECK_EQ(ito_vproc_self(), 0);
+    ito_config_t c = ITO_CONFIG_INIT;
+    c.vprocs = 1;
+    CHECK_EQ(ito_init(&c), EBUSY);
+    c.vprocs = -5;   /* bad, but the runtime is up: EBUSY or EINVAL */
+    int e = ito_init(&c);
+    CHECK(e == EBUSY || e == EINVAL);
+    OK(ito_init(NULL));
+    spawn_join_some();
+}
+
+static void *first_call_from_pthread(void *arg)
+{
+    CHECK(ito_vproc_count() >= 1);   /* initializes ito */
+    /* Not the main thread: it stays a foreign kernel thread. */
+    CHECK_EQ(ito_vproc_self(), -1);
+    CHECK(ito_thread_equal(ito_self(), ITO_THREAD_NULL));
+    spawn_join_some();
+    return NULL;
+}
+
+static void case_foreign_first(void)
+{
+    pthread_t p;
+    CHECK_EQ(pthread_create(&p, NULL, first_call_from_pthread, NULL), 0);
+    CHECK_EQ(pthread_join(p, NULL), 0);
+    /* The first pthread has exited: ito goes on, main can use it. */
+    CHECK_EQ(ito_init(&(ito_config_t)ITO_CONFIG_INIT), EBUSY);
+    spawn_join_some();
+    CHECK_EQ(pthread_create(&p, NULL, first_call_from_pthread, NULL), 0);
+    CHECK_EQ(pthread_join(p, NULL), 0);
+}
+
+static void case_bad_env(void)
+{
+    /* Out-of-range environment values do not prevent initialization. */
+    setenv("ITO_VPROCS", "-3", 1);
+    setenv("ITO_STACK_SIZE", "12", 1);
+    setenv("ITO_IDLE_SPIN_US", "banana", 1);
+    OK(ito_init(NULL));
+    CHECK(ito_vproc_count() >= 1);
+    ito_attr_t a;
+    OK(ito_attr_init(&a));
+    size_t sz;
+    OK(ito_attr_get_stack_size(&a, &sz));
+    CHECK(sz >= ITO_STACK_MIN && sz <= ITO_STACK_MAX);
+    spawn_join_some();
+}
+
+static const struct {
+    const char *name;
+    void (*fn)(void);
+} cases[] = {
+    { "bad_fields", case_bad_fields },
+    { "extreme_good_values", case_extreme_good_values },
+    { "defaults", case_defaults },
+    { "env", case_env },
+    { "fields_beat_env", case_fields_beat_env },
+    { "implicit_then_explicit", case_implicit_then_explicit },
+    { "foreign_first", case_foreign_first },
+    { "bad_env", case_bad_env },
+};
+
+int main(int argc, char **argv)
+{
+    enum { NCASES = sizeof cases / sizeof cases[0] };
+    if (argc == 2) {
+        for (int i = 0; i < NCASES; i++)
+            if (strcmp(argv[1], cases[i].name) == 0) {
+                clean_env();
+                cases[i].fn();
+                return 0;
+            }
+        return 2;
+    }
+    int failed = 0;
+    for (int i = 0; i < NCASES; i++) {
+        static char err[8192];
+        int st = test_run_self(cases[i].name, err, sizeof err);
+        char sb[128];
+        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+            fprintf(stderr, "case %s: %s; stderr:\n%s\n", cases[i].name,
+                    test_status_str(st, sb, sizeof sb), err);
+            failed++;
+        }
+    }
+    CHECK_EQ(failed, 0);
+    return 0;
+}

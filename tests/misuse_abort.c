@@ -1,0 +1,95 @@
+/* Misuse that cannot return an error code aborts with a clear message (each
+ * case in a child process): ito_exit from a foreign kernel thread, switching
+ * to a NULL continuation, resuming a continuation twice, returning from a
+ * continuation's entry function. */
+#include <pthread.h>
+
+#include <ito/cont.h>
+
+#include "common.h"
+
+static void *exit_from_pthread(void *a)
+{
+    ito_exit(NULL);
+}
+
+static void case_exit_foreign(void)
+{
+    CHECK(ito_vproc_count() >= 1);
+    pthread_t p;
+    CHECK_EQ(pthread_create(&p, NULL, exit_from_pthread, NULL), 0);
+    pthread_join(p, NULL);
+}
+
+static void case_exit_foreign_uninitialized(void)
+{
+    /* The very first ito call is ito_exit, from a pthread. */
+    pthread_t p;
+    CHECK_EQ(pthread_create(&p, NULL, exit_from_pthread, NULL), 0);
+    pthread_join(p, NULL);
+}
+
+static void case_cont_null(void)
+{
+    ito_cont_switch(NULL, NULL);
+}
+
+static void twice_body(ito_cont_transfer_t t)
+{
+    for (;;)
+        t = ito_cont_switch(t.from, NULL);
+}
+
+static void case_cont_twice(void)
+{
+    ito_cont_stack_t s;
+    OK(ito_cont_stack_alloc(&s, 0));
+    ito_cont_t k = ito_cont_make(&s, twice_body);
+    ito_cont_transfer_t r = ito_cont_switch(k, NULL);
+    r = ito_cont_switch(r.from, NULL);   /* fine: a fresh one each time */
+    ito_cont_switch(k, NULL);            /* k was consumed by the first switch */
+}
+
+static void returning_body(ito_cont_transfer_t t) { (void)t; }
+
+static void case_cont_return(void)
+{
+    ito_cont_stack_t s;
+    OK(ito_cont_stack_alloc(&s, 0));
+    ito_cont_t k = ito_cont_make(&s, returning_body);
+    ito_cont_switch(k, NULL);
+}
+
+static const struct {
+    const char *name;
+    void (*fn)(void);
+    const char *needle;   /* in the message */
+} cases[] = {
+    { "exit_foreign", case_exit_foreign, "ito_exit" },
+    { "exit_foreign_uninitialized", case_exit_foreign_uninitialized, "ito_exit" },
+    { "cont_null", case_cont_null, "NULL" },
+    { "cont_twice", case_cont_twice, "resumed" },
+    { "cont_return", case_cont_return, "returned" },
+};
+
+int main(int argc, char **argv)
+{
+    enum { NCASES = sizeof cases / sizeof cases[0] };
+    if (argc == 2) {
+        for (int i = 0; i < NCASES; i++)
+            if (strcmp(argv[1], cases[i].name) == 0) {
+                cases[i].fn();
+                fprintf(stderr, "case %s: did not abort\n", argv[1]);
+                return 0;
+            }
+        return 2;
+    }
+    for (int i = 0; i < NCASES; i++) {
+        static char err[8192];
+        int st = test_run_self(cases[i].name, err, sizeof err);
+        fprintf(stderr, "case %s:\n", cases[i].name);
+        CHECK_DIED_WITH(st, SIGABRT, err, cases[i].needle);
+        CHECK(strstr(err, "ito") != NULL);
+    }
+    return 0;
+}
