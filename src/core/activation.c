@@ -117,6 +117,9 @@ int ito__activation_adopt(struct ito__vproc *vp)
     t->prio = ITO_PRIO_DEFAULT;
     t->fpctl = ito__arch_fpctl();
     own_stack(&t->stack);
+    /* Its frames stay on this kernel thread's stack while it may be parked
+     * and the activation runs elsewhere (sanitizer.h). */
+    ito__lsan_root(t->stack.lo, t->stack.size);
     t->stack_size = t->stack.size;
     t->tsan_fiber = ito__tsan_current();
     strcpy(t->name, "main");

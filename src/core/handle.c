@@ -15,9 +15,11 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "base/panic.h"
 #include "core/runtime.h"
+#include "core/sanitizer.h"
 #include "core/thread.h"
 
 #define CHUNK_SHIFT ITO_HANDLE_CHUNK_SHIFT
@@ -39,10 +41,13 @@ static bool grow(void)
     uint32_t c = atomic_load_explicit(&nchunks, memory_order_relaxed);
     if (c == MAX_CHUNKS)
         return false;
-    struct ito__thread *ts = aligned_alloc(ITO_CACHELINE, CHUNK_SIZE * sizeof *ts);
-    if (!ts)
+    /* Fresh zeroed pages, populated by one system call rather than faulted in
+     * one by one as the descriptors are first used. */
+    struct ito__thread *ts = mmap(NULL, CHUNK_SIZE * sizeof *ts, PROT_READ | PROT_WRITE,
+                                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+    if (ts == MAP_FAILED)
         return false;
-    memset(ts, 0, CHUNK_SIZE * sizeof *ts);
+    ito__lsan_root(ts, CHUNK_SIZE * sizeof *ts);   /* descriptors point at malloc'd keys */
     for (uint32_t i = CHUNK_SIZE; i-- > 0;) {
         struct ito__thread *t = &ts[i];
         t->index = c * CHUNK_SIZE + i;
@@ -103,12 +108,24 @@ struct ito__thread *ito__thread_alloc(struct ito__vproc *vp)
 
 void ito__thread_free(struct ito__vproc *vp, struct ito__thread *t)
 {
-    ito__keys_free(t);
+    if (t->keys)
+        ito__keys_free(t);
     /* Under t->lk: an operation through a handle holds it while it uses t
-     * (ito__thread_lock_live), so it finishes before t can be reused. */
+     * (ito__thread_lock_live), so it finishes before t can be reused; and
+     * it may have written the fields reset here. */
     ito__spin_lock(&t->lk);
     uint64_t ctl = atomic_load_explicit(&t->ctl, memory_order_relaxed);
     atomic_store_explicit(&t->ctl, (ctl & ~(uint64_t)UINT32_MAX) | ITO_CTL_FREE, memory_order_release);
+    /* Clean for the next spawn (thread.h). Exit has already reset the stack,
+     * `started`, the inline links and the exit waiters. */
+    t->vp = NULL;
+    t->flags = 0;
+    atomic_store_explicit(&t->susp_req, 0, memory_order_relaxed);
+    atomic_store_explicit(&t->joiner, NULL, memory_order_relaxed);
+    t->data = NULL;
+    t->name[0] = 0;
+    t->asan_fake_stack = NULL;
+    t->tsan_fiber = NULL;
     ito__spin_unlock(&t->lk);
     ito__thread_set_state(t, ITO_TS_EXITED, ITO_TS_FREE);
     if (vp) {

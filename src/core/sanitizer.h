@@ -31,7 +31,17 @@ void __asan_handle_no_return(void);
 static inline void ito__san_unpoison(const void *lo, size_t size) { __asan_unpoison_memory_region(lo, size); }
 /* Before a jump that abandons frames of the current stack. */
 static inline void ito__san_no_return(void) { __asan_handle_no_return(); }
+void __lsan_register_root_region(const void *p, size_t size);
+void __lsan_unregister_root_region(const void *p, size_t size);
+/* LeakSanitizer scans malloc'd memory, globals and each kernel thread's stack
+ * (from its current stack pointer up) for pointers. It knows nothing of the
+ * stacks of parked ito threads, so every stack ito maps is registered as a
+ * root region, as is the rest of our own mmap'd memory that holds pointers. */
+static inline void ito__lsan_root(const void *p, size_t size) { __lsan_register_root_region(p, size); }
+static inline void ito__lsan_unroot(const void *p, size_t size) { __lsan_unregister_root_region(p, size); }
 #else
+static inline void ito__lsan_root(const void *p, size_t size) { (void)p; (void)size; }
+static inline void ito__lsan_unroot(const void *p, size_t size) { (void)p; (void)size; }
 static inline void ito__san_unpoison(const void *lo, size_t size) { (void)lo; (void)size; }
 static inline void ito__san_no_return(void) {}
 static inline void ito__san_start(void **save, const void *bottom, size_t size) { (void)save; (void)bottom; (void)size; }

@@ -204,7 +204,7 @@ struct ito__thread *ito__pick_local(struct ito__vproc *vp)
 static void *start_frame(struct ito__vproc *vp, struct ito__thread *next)
 {
     if (!next->stack.lo) {
-        int e = ito__stack_get(vp, ito__stack_reserve(next->stack_size), &next->stack);
+        int e = ito__stack_get(vp, vp->stacks, ito__stack_reserve(next->stack_size), &next->stack);
         if (e)
             ito__panic("cannot allocate a %zu-byte stack for thread %u \"%s\" (%s); "
                        "lower ITO_STACK_SIZE or free memory",
@@ -248,7 +248,7 @@ static inline void after_resume(struct ito__thread *self, void *fake_stack)
     struct ito__handover *h = &vp->handover;
     if (ITO_UNLIKELY(h->dead_stack.lo || h->dead)) {
         if (h->dead_stack.lo) {
-            ito__stack_put(vp, &h->dead_stack);
+            ito__stack_put(vp, vp->stacks, &h->dead_stack);
             h->dead_stack.lo = NULL;
         }
         ito__tsan_destroy(h->dead_tsan_fiber);

@@ -39,16 +39,10 @@
 #include "core/runtime.h"
 #include "core/sanitizer.h"
 
-#define ITO_STACK_CACHE 64        /* per-vproc cache of default-size stacks */
 #define ITO_POOL_HOT 256          /* global pool stacks kept with their pages */
 #define ITO_CHUNK_GUARDED 16
 #define ITO_CHUNK_UNGUARDED 256
 #define ITO_OTHER_POOL 64         /* pooled stacks of non-default sizes */
-
-struct ito__stack_cache {
-    unsigned n;
-    struct ito__stack s[ITO_STACK_CACHE];
-};
 
 /* One mmap of default-size stacks. */
 struct ito__stack_chunk {
@@ -67,7 +61,9 @@ struct pool {
 };
 
 static struct pool pool;
-static size_t page_size, default_size;
+static size_t page_size;
+size_t ito__stack_default_size;
+#define default_size ito__stack_default_size
 static _Atomic long guarded_left;      /* stacks that may still get a guard page */
 
 size_t ito__stack_round(size_t size)
@@ -152,7 +148,14 @@ static void *map(size_t len)
     if (p == MAP_FAILED)
         return NULL;
     madvise(p, len, MADV_NOHUGEPAGE);   /* a huge page would make 2 MiB of a stack resident */
+    ito__lsan_root(p, len);
     return p;
+}
+
+static void unmap(void *p, size_t len)
+{
+    ito__lsan_unroot(p, len);
+    munmap(p, len);
 }
 
 /* Map a chunk of default-size stacks; out receives up to `max` of them. */
@@ -165,7 +168,7 @@ static unsigned map_chunk(struct ito__stack *out, unsigned max)
     struct ito__stack_chunk *chunk = base ? malloc(sizeof *chunk) : NULL;
     if (!chunk) {
         if (base)
-            munmap(base, n * stride);
+            unmap(base, n * stride);
         if (guarded)
             atomic_fetch_add(&guarded_left, ITO_CHUNK_GUARDED);
         return 0;
@@ -202,7 +205,7 @@ static int map_single(size_t size, struct ito__stack *out)
     return 0;
 }
 
-int ito__stack_get(struct ito__vproc *vp, size_t size, struct ito__stack *out)
+int ito__stack_get_slow(struct ito__vproc *vp, size_t size, struct ito__stack *out)
 {
     size = ito__stack_round(size);
     if (size == default_size) {
@@ -242,7 +245,7 @@ int ito__stack_get(struct ito__vproc *vp, size_t size, struct ito__stack *out)
     return map_single(size, out);
 }
 
-void ito__stack_put(struct ito__vproc *vp, struct ito__stack *s)
+void ito__stack_put_slow(struct ito__vproc *vp, struct ito__stack *s)
 {
     if (s->size == default_size) {
         struct ito__stack_cache *c = vp ? vp->stacks : NULL;
@@ -271,7 +274,7 @@ void ito__stack_put(struct ito__vproc *vp, struct ito__stack *s)
     ito__vg_stack_deregister(s->vg_id);
     bool guarded = s->flags & ITO_STACK_GUARDED;
     char *base = (char *)s->lo - (guarded ? page_size : 0);
-    munmap(base, s->size + (guarded ? page_size : 0));
+    unmap(base, s->size + (guarded ? page_size : 0));
     if (guarded)
         atomic_fetch_add(&guarded_left, 1);
 }
@@ -312,5 +315,5 @@ int ito__stack_map_standalone(size_t size, struct ito__stack *out, void **mappin
 void ito__stack_unmap_standalone(void *mapping, size_t mapping_size, struct ito__stack *s)
 {
     ito__vg_stack_deregister(s->vg_id);
-    munmap(mapping, mapping_size);
+    unmap(mapping, mapping_size);
 }

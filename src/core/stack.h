@@ -30,11 +30,38 @@ static inline void *ito__stack_top(const struct ito__stack *s) { return (char *)
 static inline size_t ito__stack_reserve(size_t requested) { return 2 * requested; }
 
 int ito__stacks_init(size_t default_requested);
-/* Get a stack of `size` usable bytes (page multiple) from vp's pool (vp may be
- * NULL). Returns 0 or ENOMEM. */
-int ito__stack_get(struct ito__vproc *vp, size_t size, struct ito__stack *out);
-/* Give a stack back to vp's pool (vp may be NULL). */
-void ito__stack_put(struct ito__vproc *vp, struct ito__stack *s);
+/* A vproc's LIFO cache of default-size stacks (owner only). */
+#define ITO_STACK_CACHE 64
+struct ito__stack_cache {
+    unsigned n;
+    struct ito__stack s[ITO_STACK_CACHE];
+};
+extern size_t ito__stack_default_size;   /* mapped size of default stacks */
+
+int ito__stack_get_slow(struct ito__vproc *vp, size_t size, struct ito__stack *out);
+void ito__stack_put_slow(struct ito__vproc *vp, struct ito__stack *s);
+
+/* Get a stack of `size` usable bytes from the cache `c` of the calling vproc
+ * (NULL for none) or the pools. Returns 0 or ENOMEM. */
+static inline int ito__stack_get(struct ito__vproc *vp, struct ito__stack_cache *c, size_t size,
+                                 struct ito__stack *out)
+{
+    if (c && c->n && size == ito__stack_default_size) {
+        *out = c->s[--c->n];
+        return 0;
+    }
+    return ito__stack_get_slow(vp, size, out);
+}
+
+/* Give a stack back to the cache or the pools. */
+static inline void ito__stack_put(struct ito__vproc *vp, struct ito__stack_cache *c, struct ito__stack *s)
+{
+    if (c && c->n < ITO_STACK_CACHE && s->size == ito__stack_default_size) {
+        c->s[c->n++] = *s;
+        return;
+    }
+    ito__stack_put_slow(vp, s);
+}
 /* Map a standalone guarded stack (for continuations and scheduler contexts). */
 int ito__stack_map_standalone(size_t size, struct ito__stack *out, void **mapping, size_t *mapping_size);
 void ito__stack_unmap_standalone(void *mapping, size_t mapping_size, struct ito__stack *s);

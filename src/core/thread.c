@@ -35,12 +35,6 @@
 #define ATTR_DETACHED 1u
 
 
-struct ito__thread *ito__thread_self(void)
-{
-    struct ito__activation *act = ito__activation_self();
-    return act ? act->vp->current : NULL;
-}
-
 void ito__thread_bad_transition(struct ito__thread *t, int from, int to, int actual)
 {
     static const char *const names[] = { "NEW", "READY", "RUNNING", "BLOCKED", "SUSPENDED", "EXITED", "FREE" };
@@ -194,34 +188,15 @@ int ito__spawn(uint64_t *id_out, const ito_attr_t *attr, void *(*fn)(void *), vo
     struct ito__thread *t = ito__thread_alloc(vp);
     if (!t)
         return EAGAIN;
-    t->vp = NULL;
-    t->saved_errno = 0;
-    t->ready_reason = 0;
-    t->flags = 0;
-    t->started = false;
+    /* The descriptor is clean (thread.h): set only what this thread chose. */
     t->pref_vproc = (int16_t)pref;
     t->prio = prio;
-    atomic_store_explicit(&t->susp_req, 0, memory_order_relaxed);
     t->fn = fn;
     t->arg = arg;
-    t->result = NULL;
-    atomic_store_explicit(&t->joiner, NULL, memory_order_relaxed);
-    t->inl = NULL;
-    t->inl_wait = NULL;
     t->fpctl = ito__arch_fpctl();   /* POSIX: a thread inherits its creator's FP environment */
-    t->ctx.sp = NULL;
-    t->stack.lo = NULL;
-    t->stack.flags = 0;
     t->stack_size = stack_size;
-    t->exit_waiters.head = t->exit_waiters.tail = NULL;
-    t->data = NULL;
-    t->keys = NULL;
-    if (name && name[0])
+    if (ITO_UNLIKELY(name && name[0]))
         memcpy(t->name, name, ITO_NAME_MAX);
-    else
-        t->name[0] = 0;
-    t->asan_fake_stack = NULL;
-    t->tsan_fiber = NULL;
 
     uint64_t ctl = (atomic_load_explicit(&t->ctl, memory_order_relaxed) & ~(uint64_t)UINT32_MAX) | ctl_flags;
     if (id_out)

@@ -161,7 +161,6 @@ static inline int ito__thread_state(const struct ito__thread *t)
 }
 
 /* Thread-side helpers implemented in thread.c */
-struct ito__thread *ito__thread_self(void);
 _Noreturn void ito__thread_exit(struct ito__thread *t, void *result);
 void ito__thread_entry(ito__transfer_t tr);
 /* The handle table (handle.c): chunks of descriptors, never freed. */
@@ -188,7 +187,9 @@ static inline struct ito__thread *ito__handle_lookup(uint64_t id, uint64_t *ctl_
     return t;
 }
 
-/* Descriptor allocation (handle.c). */
+/* Descriptor allocation (handle.c). A free descriptor is clean: every field
+ * that ito__spawn does not set holds the value a new thread starts with
+ * (ito__thread_free resets what running changed). */
 struct ito__thread *ito__thread_alloc(struct ito__vproc *vp);
 void ito__thread_free(struct ito__vproc *vp, struct ito__thread *t);
 /* Lock t->lk and check that `id` still names t; false (unlocked) if stale. */

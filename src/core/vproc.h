@@ -105,6 +105,14 @@ static inline struct ito__vproc *ito__vproc_self(void)
     return a ? a->vp : NULL;
 }
 
+/* The running ito thread, NULL for a foreign kernel thread (or in a
+ * scheduler context). */
+static inline struct ito__thread *ito__thread_self(void)
+{
+    struct ito__activation *a = ito__activation_self();
+    return a ? a->vp->current : NULL;
+}
+
 /* vproc.c: CPU discovery and pinning */
 int ito__cpus_usable(int *cpus, int max);
 void ito__pin_self(int cpu);
