@@ -110,7 +110,9 @@ unsigned ito__global_drain(struct ito__vproc *vp, unsigned max)
     return n;
 }
 
-void ito__ready_slow(struct ito__thread *t, ito_ready_reason_t why, struct ito__vproc *vp)
+/* t goes to its preferred vproc (not the caller's), or the caller is a
+ * foreign kernel thread. */
+void ito__ready_slow(struct ito__thread *t, ito_ready_reason_t why)
 {
     t->ready_reason = (uint8_t)why;
     if (t->pref_vproc >= 0) {
@@ -119,7 +121,6 @@ void ito__ready_slow(struct ito__thread *t, ito_ready_reason_t why, struct ito__
         ito__vproc_kick(home);
         return;
     }
-    (void)vp;   /* NULL: a foreign kernel thread */
     global_push(t);
     ito__idle_notify();
 }

@@ -38,7 +38,7 @@ static inline void ito__idle_notify(void)
         ito__wake_one();
 }
 
-void ito__ready_slow(struct ito__thread *t, ito_ready_reason_t why, struct ito__vproc *vp);
+void ito__ready_slow(struct ito__thread *t, ito_ready_reason_t why);
 
 /* Hand a ready thread (state NEW or READY) to a vproc: the caller's own (through
  * the policy), the thread's preferred one (through its inbox), or the global
@@ -52,7 +52,7 @@ static inline void ito__ready(struct ito__thread *t, ito_ready_reason_t why)
             ito__idle_notify();
         return;
     }
-    ito__ready_slow(t, why, vp);
+    ito__ready_slow(t, why);
 }
 
 /* The running thread `cur` gives up its vproc after changing its own state

@@ -310,6 +310,25 @@ ITO_API void ito_exit(void *result)
 
 /* ------------------------------------------------------------ join/detach */
 
+int ito__ctl_change(struct ito__thread *t, uint64_t id, uint64_t *ctl, uint64_t need, uint64_t refuse,
+                    int err, uint64_t set, uint64_t add)
+{
+    uint64_t c = *ctl;
+    for (;;) {
+        if (ito__ctl_gen(c) != (uint32_t)(id >> 32) || (c & ITO_CTL_FREE))
+            return ESRCH;
+        if ((c & need) != need || (c & refuse))
+            return err;
+        /* acq_rel: acquires what the exiting thread released with EXITED,
+         * releases what the caller wrote before (e.g. the joiner's state). */
+        if (atomic_compare_exchange_weak_explicit(&t->ctl, &c, (c | set) + add, memory_order_acq_rel,
+                                                  memory_order_acquire)) {
+            *ctl = c;
+            return 0;
+        }
+    }
+}
+
 ITO_API int ito_join(ito_thread_t th, void **result)
 {
     int e = ito__ensure_init();
@@ -324,15 +343,9 @@ ITO_API int ito_join(ito_thread_t th, void **result)
     if (t == self)
         return EDEADLK;
     uint32_t claim = self ? ITO_CTL_JOINED | ITO_CTL_JOINER_ITO : ITO_CTL_JOINED;
-    for (;;) {
-        if (ctl & (ITO_CTL_DETACHED | ITO_CTL_JOINED | ITO_CTL_FUTURE))
-            return EINVAL;
-        if (atomic_compare_exchange_weak_explicit(&t->ctl, &ctl, ctl | claim, memory_order_acq_rel,
-                                                  memory_order_acquire))
-            break;
-        if (ito__ctl_gen(ctl) != (uint32_t)(th.id >> 32) || (ctl & ITO_CTL_FREE))
-            return ESRCH;
-    }
+    e = ito__ctl_change(t, th.id, &ctl, 0, ITO_CTL_DETACHED | ITO_CTL_JOINED | ITO_CTL_FUTURE, EINVAL, claim, 0);
+    if (e)
+        return e;
     /* Claimed: nobody else frees t now. */
     if (!(ctl & ITO_CTL_EXITED)) {
         if (!self) {
@@ -371,15 +384,10 @@ ITO_API int ito_detach(ito_thread_t th)
     struct ito__thread *t = ito__handle_lookup(th.id, &ctl);
     if (!t)
         return ESRCH;
-    for (;;) {
-        if (ctl & (ITO_CTL_DETACHED | ITO_CTL_JOINED | ITO_CTL_FUTURE))
-            return EINVAL;
-        if (atomic_compare_exchange_weak_explicit(&t->ctl, &ctl, ctl | ITO_CTL_DETACHED,
-                                                  memory_order_acq_rel, memory_order_acquire))
-            break;
-        if (ito__ctl_gen(ctl) != (uint32_t)(th.id >> 32) || (ctl & ITO_CTL_FREE))
-            return ESRCH;
-    }
+    e = ito__ctl_change(t, th.id, &ctl, 0, ITO_CTL_DETACHED | ITO_CTL_JOINED | ITO_CTL_FUTURE, EINVAL,
+                        ITO_CTL_DETACHED, 0);
+    if (e)
+        return e;
     if (ctl & ITO_CTL_EXITED)   /* already exited: we are the last to know it */
         ito__thread_free(ito__vproc_self(), t);
     return 0;

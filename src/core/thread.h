@@ -192,6 +192,12 @@ static inline struct ito__thread *ito__handle_lookup(uint64_t id, uint64_t *ctl_
  * (ito__thread_free resets what running changed). */
 struct ito__thread *ito__thread_alloc(struct ito__vproc *vp);
 void ito__thread_free(struct ito__vproc *vp, struct ito__thread *t);
+/* Atomically turn t's ctl into (ctl | set) + add while it still belongs to
+ * the handle `id`: ESRCH if it does not (reused or freed), `err` if ctl has
+ * any flag of `refuse` or lacks one of `need`. On success *ctl holds the value
+ * before the change. *ctl comes in as the value read by the lookup. */
+int ito__ctl_change(struct ito__thread *t, uint64_t id, uint64_t *ctl, uint64_t need, uint64_t refuse,
+                    int err, uint64_t set, uint64_t add);
 /* Lock t->lk and check that `id` still names t; false (unlocked) if stale. */
 bool ito__thread_lock_live(struct ito__thread *t, uint64_t id);
 /* Create a thread (ito_spawn, ito_future_spawn); ctl_flags: ITO_CTL_FUTURE. */

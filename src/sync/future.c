@@ -39,15 +39,9 @@ ITO_API int ito_future_touch(ito_future_t f, void **value)
     struct ito__thread *t = ito__handle_lookup(f.id, &ctl);
     if (!t)
         return ESRCH;
-    for (;;) {
-        if (!(ctl & ITO_CTL_FUTURE) || (ctl & ITO_CTL_RELEASED))
-            return ESRCH;
-        if (atomic_compare_exchange_weak_explicit(&t->ctl, &ctl, ctl + ITO_CTL_PIN, memory_order_acq_rel,
-                                                  memory_order_acquire))
-            break;
-        if (ito__ctl_gen(ctl) != (uint32_t)(f.id >> 32) || (ctl & ITO_CTL_FREE))
-            return ESRCH;
-    }
+    e = ito__ctl_change(t, f.id, &ctl, ITO_CTL_FUTURE, ITO_CTL_RELEASED, ESRCH, 0, ITO_CTL_PIN);
+    if (e)
+        return e;
     if (!(ctl & ITO_CTL_EXITED)) {
         if (t == ito__thread_self()) {
             unpin(t);
@@ -77,15 +71,9 @@ ITO_API int ito_future_destroy(ito_future_t f)
     struct ito__thread *t = ito__handle_lookup(f.id, &ctl);
     if (!t)
         return ESRCH;
-    for (;;) {
-        if (!(ctl & ITO_CTL_FUTURE) || (ctl & ITO_CTL_RELEASED))
-            return ESRCH;
-        if (atomic_compare_exchange_weak_explicit(&t->ctl, &ctl, ctl | ITO_CTL_RELEASED, memory_order_acq_rel,
-                                                  memory_order_acquire))
-            break;
-        if (ito__ctl_gen(ctl) != (uint32_t)(f.id >> 32) || (ctl & ITO_CTL_FREE))
-            return ESRCH;
-    }
+    e = ito__ctl_change(t, f.id, &ctl, ITO_CTL_FUTURE, ITO_CTL_RELEASED, ESRCH, ITO_CTL_RELEASED, 0);
+    if (e)
+        return e;
     if ((ctl & ITO_CTL_EXITED) && ito__ctl_pins(ctl) == 0)
         ito__thread_free(ito__vproc_self(), t);
     return 0;
