@@ -104,7 +104,8 @@ ITO_API int ito_init(const ito_config_t *cfg);
 /* Number of vprocs; initializes ito if needed. */
 ITO_API int ito_vproc_count(void);
 
-/* Index of the vproc running the caller, or -1 for a foreign kernel thread. */
+/* Index of the vproc running the caller, or -1 for a foreign kernel thread;
+ * initializes ito if needed (so main gets vproc 0). */
 ITO_API int ito_vproc_self(void);
 
 /* Name of the scheduling policy in use (initializes ito if needed). */
@@ -312,7 +313,10 @@ ITO_API int ito_rwlock_rdlock(ito_rwlock_t *l);         /* MAY SWITCH; EAGAIN at
 ITO_API int ito_rwlock_tryrdlock(ito_rwlock_t *l);      /* EBUSY; EDEADLK if the caller writes */
 ITO_API int ito_rwlock_wrlock(ito_rwlock_t *l);         /* MAY SWITCH; EDEADLK if the caller writes */
 ITO_API int ito_rwlock_trywrlock(ito_rwlock_t *l);      /* EBUSY; EDEADLK if the caller writes */
-ITO_API int ito_rwlock_unlock(ito_rwlock_t *l);         /* EPERM if not held */
+/* EPERM if the lock is not held at all. The lock does not record which
+ * threads read: an unlock by a thread that does not read, while others do,
+ * releases one of their holds — as with pthreads, that is the caller's bug. */
+ITO_API int ito_rwlock_unlock(ito_rwlock_t *l);
 
 /* Barrier for `count` threads. */
 typedef struct ito_barrier { uintptr_t opaque_[8]; } ito_barrier_t;

@@ -111,10 +111,15 @@ ITO_API ito_thread_t ito_policy_node_thread(const ito_policy_node_t *n);
  * when this is not 0. Two relaxed loads. */
 ITO_API unsigned ito_policy_idle_vprocs(void);
 
-/* Call after making ready threads stealable that were not before (moving
- * them out of a private list): wakes a sleeping vproc if none is looking for
- * work, so that they do not wait for this vproc. */
+/* Call when threads became ready that other vprocs could take (pushed where
+ * steal can find them): wakes a sleeping vproc if none is looking for work,
+ * so that they do not wait for this vproc. */
 ITO_API void ito_policy_share(void);
+
+/* From steal: there is a thread the policy may not take yet (it sits in a
+ * busy vproc's structure for a grace period): look again after `ns` instead
+ * of sleeping indefinitely. */
+ITO_API void ito_policy_retry_after(uint64_t ns);
 
 #ifdef __cplusplus
 }

@@ -19,6 +19,11 @@ static inline int ito__timespec_to_ns(const struct timespec *ts, uint64_t *ns)
 {
     if (ts->tv_sec < 0 || ts->tv_nsec < 0 || ts->tv_nsec >= 1000000000L)
         return 0;
+    /* Saturate: a deadline past 2554 AD means "never" (UINT64_MAX). */
+    if ((uint64_t)ts->tv_sec >= (UINT64_MAX - (uint64_t)ts->tv_nsec) / 1000000000u) {
+        *ns = UINT64_MAX;
+        return 1;
+    }
     uint64_t v = (uint64_t)ts->tv_sec * 1000000000u + (uint64_t)ts->tv_nsec;
     *ns = v ? v : 1;
     return 1;

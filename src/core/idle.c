@@ -42,6 +42,7 @@
 #include <linux/membarrier.h>
 #include <sched.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -68,9 +69,19 @@ void ito__idle_init(void)
 /* The sleeper's side: see ito__fence_light (sched.h). */
 void ito__fence_heavy(void)
 {
-    if (ito__rt.asym_fence && syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0)
+    if (!ito__rt.asym_fence) {
+        ITO_FENCE();
         return;
-    ITO_FENCE();
+    }
+    /* The producers rely on it (they only use a compiler barrier), so a
+     * failure cannot fall back to a local fence: retry (ENOMEM, EINTR are
+     * transient), and stop with a message if it keeps failing. */
+    for (int tries = 0; syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0; tries++) {
+        if (tries == 1000)
+            ito__panic("membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) keeps failing (%s); ito cannot "
+                       "keep its idle vprocs from losing wake-ups", strerror(errno));
+        sched_yield();
+    }
 }
 
 /* Wake vp if it sleeps. */
@@ -134,6 +145,19 @@ static bool run_timers(struct ito__vproc *self, uint64_t now)
     return fired;
 }
 
+static void retry_at(struct ito__vproc *vp, uint64_t at)
+{
+    if (!vp->retry_at || at < vp->retry_at)
+        vp->retry_at = at;
+}
+
+ITO_API void ito_policy_retry_after(uint64_t ns)
+{
+    struct ito__vproc *vp = ito__vproc_self();
+    if (vp)
+        retry_at(vp, ito__now_ns() + ns);
+}
+
 /* Empty the inbox of a vproc that has stopped picking because its activation
  * runs one thread for a long time, so that threads sent there do not wait
  * while this vproc idles. Only a BUSY vproc qualifies — an idle one picks
@@ -155,7 +179,10 @@ static void rescue_inboxes(struct ito__vproc *self, uint64_t now)
         if (!self->seen_since[i] || ticks != self->seen_ticks[i]) {
             self->seen_ticks[i] = ticks;
             self->seen_since[i] = now;
-        } else if (now - self->seen_since[i] >= ITO_RESCUE_NS) {
+            retry_at(self, now + ITO_RESCUE_NS);   /* come back even if asleep by then */
+        } else if (now - self->seen_since[i] < ITO_RESCUE_NS) {
+            retry_at(self, self->seen_since[i] + ITO_RESCUE_NS);
+        } else {
             /* Any consumer may take the whole list: the exchange makes the
              * batches disjoint. Acquire pairs with inbox_push's release. */
             struct ito__thread *list = atomic_exchange_explicit(&vp->inbox, NULL, memory_order_acquire);
@@ -165,10 +192,12 @@ static void rescue_inboxes(struct ito__vproc *self, uint64_t now)
     }
 }
 
-/* Everything but the vproc's own sources. */
+/* Everything but the vproc's own sources. Also sets vp->retry_at when some
+ * thread may be taken later but not yet. */
 static struct ito__thread *find_remote(struct ito__vproc *vp, uint64_t now)
 {
     struct ito__thread *t;
+    vp->retry_at = 0;
     if (ito__global_drain(vp, 32) && (t = ito__pick_local(vp)))
         return t;
     if (run_timers(vp, now) && (t = ito__pick_local(vp)))
@@ -264,6 +293,8 @@ struct ito__thread *ito__idle_find(struct ito__vproc *vp)
         if (!t) {
             maybe_exit_process();
             uint64_t deadline = ito__timers_earliest();
+            if (vp->retry_at && vp->retry_at < deadline)
+                deadline = vp->retry_at;   /* something to take later (find_remote) */
             if (deadline == UINT64_MAX)
                 deadline = 0;
             atomic_store_explicit(&vp->sleep_deadline, deadline, memory_order_relaxed);

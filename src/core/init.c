@@ -154,6 +154,7 @@ ITO_API int ito_vproc_count(void)
 
 ITO_API int ito_vproc_self(void)
 {
+    ito__ensure_init();
     struct ito__vproc *vp = ito__vproc_self();
     return vp ? vp->index : -1;
 }

@@ -119,6 +119,10 @@ void ito__ready_slow(struct ito__thread *t, ito_ready_reason_t why)
         struct ito__vproc *home = ito__rt.vprocs[t->pref_vproc];
         inbox_push(home, t);
         ito__vproc_kick(home);
+        /* A busy home may keep it waiting: let an idle vproc watch its inbox
+         * (and rescue it, idle.c). */
+        if (atomic_load_explicit(&home->run_state, memory_order_relaxed) == ITO_VP_BUSY)
+            ito__idle_notify();
         return;
     }
     global_push(t);

@@ -230,7 +230,7 @@ void ito__thread_wait_exit(struct ito__thread *t)
     }
     struct ito__waiter *w = ito__waiter_init(&local);
     ito__waitq_push(&t->exit_waiters, w);
-    ito__wait_begin(w, 0);
+    ito__wait_begin(w, 0, &t->lk, &t->exit_waiters);
     ito__spin_unlock(&t->lk);
     ito__wait_end(w, &t->lk, &t->exit_waiters);
 }
@@ -260,22 +260,47 @@ void ito__thread_exit(struct ito__thread *t, void *result)
     t->started = false;
     ito__thread_set_state(t, ITO_TS_RUNNING, ITO_TS_EXITED);
 
-    /* Publish EXITED. Release: the result is visible to whoever sees it. Once
-     * JOINED is set nobody but the joiner and us touches ctl, so a store does. */
+    /* Publish EXITED. Release: the result is visible to whoever sees it.
+     * - An ito joiner (JOINER_ITO) is blocked and only we can wake it, so it
+     *   cannot free t before we are done: a plain store (once JOINED is set
+     *   nobody else touches ctl).
+     * - Waiters in exit_waiters (a foreign joiner, future touchers) may free
+     *   t as soon as they see EXITED: publish and claim them under t->lk,
+     *   which every freeing path takes (ito__thread_free, the check in
+     *   ito__thread_wait_exit), and touch t no more after unlocking.
+     * - Nobody waits: a CAS, which fails if a joiner arrives meanwhile. */
+    struct ito__waiter *waiters = NULL;
     uint64_t ctl = atomic_load_explicit(&t->ctl, memory_order_acquire);
-    if (ctl & ITO_CTL_JOINED)
-        atomic_store_explicit(&t->ctl, ctl | ITO_CTL_EXITED, memory_order_release);
-    else
-        ctl = atomic_fetch_or_explicit(&t->ctl, ITO_CTL_EXITED, memory_order_acq_rel);
+    for (;;) {
+        if (ctl & ITO_CTL_JOINER_ITO) {
+            atomic_store_explicit(&t->ctl, ctl | ITO_CTL_EXITED, memory_order_release);
+            break;
+        }
+        if (ctl & (ITO_CTL_JOINED | ITO_CTL_FUTURE)) {
+            ito__spin_lock(&t->lk);
+            ctl = atomic_fetch_or_explicit(&t->ctl, ITO_CTL_EXITED, memory_order_acq_rel);
+            waiters = ito__waitq_claim_all(&t->exit_waiters);
+            ito__spin_unlock(&t->lk);
+            break;
+        }
+        if (atomic_compare_exchange_weak_explicit(&t->ctl, &ctl, ctl | ITO_CTL_EXITED, memory_order_acq_rel,
+                                                  memory_order_acquire))
+            break;
+    }
 
     struct ito__thread *next = NULL;
     if (ctl & ITO_CTL_JOINER_ITO) {
         /* An ito thread joins us: it is BLOCKED and only we can wake it. It
          * stores itself in `joiner` right after its claim (acquire pairs with
-         * that release store); the wait is a few instructions at most. */
+         * that release store); the wait is a few instructions, unless its
+         * activation is preempted right there. */
         struct ito__thread *j;
-        while (!(j = atomic_load_explicit(&t->joiner, memory_order_acquire)))
-            ito__cpu_relax();
+        for (unsigned spins = 0; !(j = atomic_load_explicit(&t->joiner, memory_order_acquire)); spins++) {
+            if (spins < 1024)
+                ito__cpu_relax();
+            else
+                sched_yield();
+        }
         ito__thread_set_state(j, ITO_TS_BLOCKED, ITO_TS_READY);
         if (j->pref_vproc < 0 || j->pref_vproc == vp->index) {
             if (ito__claim(j))
@@ -283,15 +308,11 @@ void ito__thread_exit(struct ito__thread *t, void *result)
         } else {
             ito__ready(j, ITO_READY_WAKE);
         }
-    } else if (ctl & (ITO_CTL_JOINED | ITO_CTL_FUTURE)) {
-        /* Foreign joiner or future touchers wait in exit_waiters. */
-        ito__spin_lock(&t->lk);
-        struct ito__waiter *waiters = ito__waitq_claim_all(&t->exit_waiters);
-        ito__spin_unlock(&t->lk);
-        ito__wake_finish_all(waiters);
     }
-    /* From here on t may be freed by its joiner at any moment: only the
-     * detached case still names it, and then nobody else does. */
+    ito__wake_finish_all(waiters);
+    /* Since the publication t may have been freed (except by an ito joiner,
+     * which waits for the wake above): only the detached case still names
+     * it, and then nobody else does. */
     if ((ctl & ITO_CTL_DETACHED) || ((ctl & ITO_CTL_RELEASED) && ito__ctl_pins(ctl) == 0))
         vp->handover.dead = t;
     ito__switch_out_dead(vp, next);
@@ -319,8 +340,8 @@ int ito__ctl_change(struct ito__thread *t, uint64_t id, uint64_t *ctl, uint64_t 
             return ESRCH;
         if ((c & need) != need || (c & refuse))
             return err;
-        /* acq_rel: acquires what the exiting thread released with EXITED,
-         * releases what the caller wrote before (e.g. the joiner's state). */
+        /* acq_rel: acquires what the exiting thread released with EXITED
+         * (its result), releases what the caller wrote before the change. */
         if (atomic_compare_exchange_weak_explicit(&t->ctl, &c, (c | set) + add, memory_order_acq_rel,
                                                   memory_order_acquire)) {
             *ctl = c;
@@ -504,8 +525,11 @@ ITO_API int ito_resume(ito_thread_t th)
 }
 
 /* Under t->lk: restart a stopped thread at fn(arg). EBUSY if it has not
- * stopped yet. */
-static int set_entry_locked(struct ito__thread *t, void *(*fn)(void *), void *arg)
+ * stopped yet. A queued thread counts as stopped only once `fenced`: after a
+ * heavy fence of our own, a claim that did not see the suspension request
+ * has made its RUNNING visible (the Dekker pair with ito__claim), so what we
+ * see as READY or NEW will be diverted when picked. */
+static int set_entry_locked(struct ito__thread *t, void *(*fn)(void *), void *arg, bool fenced)
 {
     int st = ito__thread_state(t);
     bool asked = atomic_load_explicit(&t->susp_req, memory_order_relaxed);
@@ -517,6 +541,8 @@ static int set_entry_locked(struct ito__thread *t, void *(*fn)(void *), void *ar
      * diverted when picked: ito__claim). Running or waiting: not yet. */
     if (st != ITO_TS_SUSPENDED && !(asked && (st == ITO_TS_READY || st == ITO_TS_NEW)))
         return asked ? EBUSY : EINVAL;
+    if (st != ITO_TS_SUSPENDED && !fenced)
+        return EAGAIN;   /* the caller fences and asks again */
     if (t->started) {
         /* Its switch out may not have saved its context yet (it suspended
          * itself, or yielded and is being diverted): not stopped yet. Never
@@ -545,12 +571,18 @@ ITO_API int ito_set_entry(ito_thread_t th, void *(*fn)(void *), void *arg)
     /* A thread that ito_suspend has stopped can still be on its way out for a
      * few instructions (diverted by another vproc's claim, or saving its
      * context): give such moments a chance to pass, outside the lock. */
+    bool fenced = false;
     for (int tries = 0;; tries++) {
         struct ito__thread *t = lock_handle(th);
         if (!t)
             return ESRCH;
-        int e = set_entry_locked(t, fn, arg);
+        int e = set_entry_locked(t, fn, arg, fenced);
         ito__spin_unlock(&t->lk);
+        if (e == EAGAIN) {
+            ito__fence_heavy();
+            fenced = true;
+            continue;
+        }
         if (e != EBUSY || tries == 64)
             return e;
         if (tries < 16)

@@ -74,6 +74,7 @@ struct ito__vproc {
     int cpu;                                /* pinned CPU or -1 */
     ito_policy_vproc_t pv;                  /* the policy's view of this vproc */
     uint64_t last_tick_ns;                  /* last policy tick */
+    uint64_t retry_at;                      /* idle.c: look again then rather than sleep on (0: no) */
     struct ito__handover handover;
     struct ito__thread *free_threads;       /* descriptor cache */
     unsigned nfree_threads;

@@ -15,16 +15,22 @@
  *     for the owner, so fork-join programs run depth-first with warm caches
  *     (seed 000 §4.2; Cilk), FIFO for thieves, which take the oldest —
  *     usually largest — work;
- *   - a private FIFO for threads that yielded, so that ito_yield among the
- *     threads of one vproc costs no atomic instruction. Every few picks, if
- *     other vprocs are idle, the yielded threads move to the deque, where they
- *     can be stolen.
+ *   - a FIFO for threads that yielded. Its owner uses it with plain loads and
+ *     stores, so that ito_yield among the threads of one vproc costs no
+ *     atomic instruction; a thief gets at it through a biased lock: the
+ *     owner marks itself inside with a store and checks for a thief after a
+ *     compiler barrier, a thief marks itself, runs the heavy fence
+ *     (membarrier, idle.c) and waits for the owner to be out — a Dekker pair
+ *     in which only the rare side pays.
  *
  * Stealing: an idle vproc visits the others from a random one on, and takes
  * half of the first non-empty deque it finds (at most ITO_WS_STEAL_MAX), one
  * Chase-Lev steal at a time: the first it runs, the rest it pushes on its own
- * deque. Threads made ready from outside the vprocs are in the core's global
- * queue, which the core drains into the policy.
+ * deque. Failing that, half of a yield list, then a next-slot thread past its
+ * grace period; one still within it makes the idle vproc come back in time
+ * rather than sleep on (ito_policy_retry_after). Threads made ready from
+ * outside the vprocs are in the core's global queue, which the core drains
+ * into the policy.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -32,13 +38,14 @@
 #include <ito/policy.h>
 
 #include "base/compiler.h"
+#include "base/spinlock.h"
+#include "core/sched.h"
 #include "policy/deque.h"
 
 #define ITO_WS_NEXT_CAP 8            /* picks in a row from the next slot */
 #define ITO_WS_NEXT_GRACE_NS 5000    /* before a thief may take the next slot (Go: 3 µs) */
 #define ITO_WS_STEAL_MAX 128         /* threads taken by one steal */
 #define ITO_WS_LOG_CAP 8             /* initial deque capacity: 256 */
-#define ITO_WS_SHARE_EVERY 8         /* picks between looks for idle vprocs (power of 2) */
 
 struct seen {                        /* a thief's last look at a victim's next slot */
     ito_policy_node_t *node;
@@ -50,11 +57,18 @@ struct ws {
     struct ito__deque dq;
     _Atomic(ito_policy_node_t *) next ITO_ALIGNED_CACHELINE;  /* owner; thieves CAS */
     _Atomic uint64_t picks;          /* owner writes, thieves read */
+    /* the yield list: under the biased lock (yq_enter/yq_leave, steal_yq);
+     * yq_head is also read without it, as a hint */
+    _Atomic(ito_policy_node_t *) yq_head;
+    ito_policy_node_t *yq_tail;
+    _Atomic int yq_owner;            /* the owner is inside */
     /* owner only */
     unsigned streak ITO_ALIGNED_CACHELINE;
-    ito_policy_node_t *yq_head, *yq_tail;
     uint32_t rng;
     struct seen *seen;               /* [count] */
+    /* thieves */
+    _Atomic int yq_thief ITO_ALIGNED_CACHELINE;   /* a thief is inside */
+    ito__spinlock yq_thieves;        /* one thief at a time */
 };
 
 static struct ws *W(ito_policy_vproc_t *vp) { return vp->local; }
@@ -73,30 +87,77 @@ static int ws_vproc_init(ito_policy_vproc_t *vp)
     }
     atomic_init(&w->next, NULL);
     atomic_init(&w->picks, 0);
+    atomic_init(&w->yq_head, NULL);
+    atomic_init(&w->yq_owner, 0);
+    atomic_init(&w->yq_thief, 0);
     w->dq.solo = vp->count == 1;
     vp->local = w;
     return 0;
 }
 
+/* The owner's side of the biased lock. Dekker pair with steal_yq: owner
+ * stores yq_owner then (light fence) loads yq_thief; thief stores yq_thief
+ * then (heavy fence) loads yq_owner. Acquire on yq_thief pairs with the
+ * thief's release when it leaves, so the owner sees the list it left. */
+static ITO_NOINLINE void yq_enter_slow(struct ws *w)
+{
+    do {
+        atomic_store_explicit(&w->yq_owner, 0, memory_order_release);
+        while (atomic_load_explicit(&w->yq_thief, memory_order_acquire))
+            ito__cpu_relax();
+        atomic_store_explicit(&w->yq_owner, 1, memory_order_relaxed);
+        ito__fence_light();
+    } while (atomic_load_explicit(&w->yq_thief, memory_order_acquire));
+}
+
+static inline void yq_enter(struct ws *w)
+{
+    if (w->dq.solo)
+        return;   /* one vproc: no thieves */
+    atomic_store_explicit(&w->yq_owner, 1, memory_order_relaxed);
+    ito__fence_light();
+    if (ITO_UNLIKELY(atomic_load_explicit(&w->yq_thief, memory_order_acquire)))
+        yq_enter_slow(w);
+}
+
+/* Release pairs with the thief's acquire load of yq_owner. */
+static inline void yq_leave(struct ws *w)
+{
+    if (!w->dq.solo)
+        atomic_store_explicit(&w->yq_owner, 0, memory_order_release);
+}
+
+static ito_policy_node_t *yq_head(struct ws *w) { return atomic_load_explicit(&w->yq_head, memory_order_relaxed); }
+static void yq_set_head(struct ws *w, ito_policy_node_t *n) { atomic_store_explicit(&w->yq_head, n, memory_order_relaxed); }
+
 static void yq_push(struct ws *w, ito_policy_node_t *n)
 {
+    yq_enter(w);
+    bool others = yq_head(w) != NULL;
     n->next = NULL;
     if (w->yq_tail)
         w->yq_tail->next = n;
     else
-        w->yq_head = n;
+        yq_set_head(w, n);
     w->yq_tail = n;
+    yq_leave(w);
+    if (others && !w->dq.solo)
+        ito__idle_notify();   /* threads wait behind this one: idle vprocs may take them */
 }
 
-/* Other vprocs are idle: make the yielded threads stealable. */
-static ITO_NOINLINE void yq_share(struct ws *w)
+static ito_policy_node_t *yq_pop(struct ws *w)
 {
-    for (ito_policy_node_t *n = w->yq_head, *nx; n; n = nx) {
-        nx = n->next;
-        ito__deque_push(&w->dq, n);
+    if (!yq_head(w))
+        return NULL;
+    yq_enter(w);
+    ito_policy_node_t *n = yq_head(w);
+    if (n) {
+        yq_set_head(w, n->next);
+        if (!n->next)
+            w->yq_tail = NULL;
     }
-    w->yq_head = w->yq_tail = NULL;
-    ito_policy_share();
+    yq_leave(w);
+    return n;
 }
 
 /* Into the next slot; a previous occupant moves to the deque. */
@@ -124,7 +185,7 @@ static void ws_enqueue(ito_policy_vproc_t *vp, ito_policy_node_t *n, ito_ready_r
     if (ITO_LIKELY(why != ITO_READY_YIELD && why != ITO_READY_PREEMPT))
         put_next(w, n);   /* SPAWN, WAKE, RESUME */
     else
-        yq_push(w, n);    /* shared by ws_pick if other vprocs are idle */
+        yq_push(w, n);    /* idle vprocs may take it (steal_yq) */
 }
 
 static ito_policy_node_t *take_next(struct ws *w)
@@ -143,11 +204,8 @@ static ito_policy_node_t *take_next(struct ws *w)
 static ito_policy_node_t *ws_pick(ito_policy_vproc_t *vp)
 {
     struct ws *w = W(vp);
-    uint64_t picks = atomic_load_explicit(&w->picks, memory_order_relaxed) + 1;
-    atomic_store_explicit(&w->picks, picks, memory_order_relaxed);
-    /* Every few picks: let idle vprocs have the yielded threads. */
-    if (ITO_UNLIKELY(w->yq_head != NULL) && !(picks & (ITO_WS_SHARE_EVERY - 1)) && ito_policy_idle_vprocs())
-        yq_share(w);
+    atomic_store_explicit(&w->picks, atomic_load_explicit(&w->picks, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
     ito_policy_node_t *n;
     if (w->streak < ITO_WS_NEXT_CAP && (n = take_next(w))) {
         w->streak++;
@@ -156,12 +214,8 @@ static ito_policy_node_t *ws_pick(ito_policy_vproc_t *vp)
     w->streak = 0;
     if ((n = ito__deque_take(&w->dq)))
         return n;
-    if ((n = w->yq_head)) {
-        w->yq_head = n->next;
-        if (!w->yq_head)
-            w->yq_tail = NULL;
+    if ((n = yq_pop(w)))
         return n;
-    }
     return take_next(w);   /* over the cap, but nothing else is ready */
 }
 
@@ -182,6 +236,43 @@ static uint32_t xorshift(uint32_t *s)
     x ^= x >> 17;
     x ^= x << 5;
     return *s = x;
+}
+
+/* Take the first half of victim's yield list through the biased lock: the
+ * first to run, the rest onto our deque. */
+static ito_policy_node_t *steal_yq(struct ws *thief, struct ws *victim)
+{
+    if (!yq_head(victim) || !ito__spin_trylock(&victim->yq_thieves))
+        return NULL;
+    atomic_store_explicit(&victim->yq_thief, 1, memory_order_relaxed);
+    ito__fence_heavy();
+    /* Acquire pairs with yq_leave's release: the list as the owner left it. */
+    for (unsigned spins = 0; atomic_load_explicit(&victim->yq_owner, memory_order_acquire); spins++)
+        if (spins > 1024)
+            sched_yield();   /* the owner's activation was preempted inside */
+        else
+            ito__cpu_relax();
+    ito_policy_node_t *first = yq_head(victim), *last = first;
+    unsigned n = 0;
+    for (ito_policy_node_t *x = first; x; x = x->next)
+        n++;
+    for (unsigned k = 1; k < (n + 1) / 2; k++)
+        last = last->next;
+    if (first) {
+        yq_set_head(victim, last->next);
+        if (!last->next)
+            victim->yq_tail = NULL;
+        last->next = NULL;
+    }
+    /* Release: the owner (acquire in yq_enter) sees the shortened list. */
+    atomic_store_explicit(&victim->yq_thief, 0, memory_order_release);
+    ito__spin_unlock(&victim->yq_thieves);
+    if (first)
+        for (ito_policy_node_t *x = first->next, *nx; x; x = nx) {
+            nx = x->next;
+            ito__deque_push(&thief->dq, x);
+        }
+    return first;
 }
 
 /* Take up to half of victim's deque: the first to run, the rest onto ours. */
@@ -222,6 +313,14 @@ static ito_policy_node_t *ws_steal(ito_policy_vproc_t *vp)
         if (x)
             return x;
     }
+    for (int i = 0; i < n; i++) {
+        ito_policy_vproc_t *v = vp->all[(start + i) % n];
+        if (v == vp)
+            continue;
+        ito_policy_node_t *x = steal_yq(self, W(v));
+        if (x)
+            return x;
+    }
     /* Deques are empty: a thread may be sitting in a busy vproc's next slot. */
     uint64_t now = 0;
     for (int i = 0; i < n; i++) {
@@ -240,10 +339,14 @@ static ito_policy_node_t *ws_steal(ito_policy_vproc_t *vp)
             now = ito_now_ns();   /* only when some slot is occupied */
         if (x != s->node || picks != s->picks) {
             *s = (struct seen){ x, picks, now };
+            ito_policy_retry_after(ITO_WS_NEXT_GRACE_NS);   /* do not sleep past its grace */
             continue;
         }
-        if (now - s->since >= ITO_WS_NEXT_GRACE_NS &&
-            atomic_compare_exchange_strong_explicit(&w->next, &x, NULL, memory_order_acquire,
+        if (now - s->since < ITO_WS_NEXT_GRACE_NS) {
+            ito_policy_retry_after(ITO_WS_NEXT_GRACE_NS - (now - s->since));
+            continue;
+        }
+        if (atomic_compare_exchange_strong_explicit(&w->next, &x, NULL, memory_order_acquire,
                                                     memory_order_relaxed)) {
             s->node = NULL;
             return x;

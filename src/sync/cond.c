@@ -75,7 +75,7 @@ static int cond_wait(struct ito__cond *c, struct ito__mutex *m, uint64_t deadlin
     }
     struct ito__waiter *w = ito__waiter_init(&local);
     ito__waitq_push(&c->q, w);
-    ito__wait_begin(w, deadline);
+    ito__wait_begin(w, deadline, &c->lk, &c->q);
     ito__spin_unlock(&c->lk);
     ito__mutex_unlock(m, self);
     int r = ito__wait_end(w, &c->lk, &c->q);

@@ -113,7 +113,7 @@ int ito__mutex_lock_slow(struct ito__mutex *m, uintptr_t self, uint64_t deadline
             ito__waitq_push_front(&m->q, wt);   /* woken but lost the race: keep its place */
         else
             ito__waitq_push(&m->q, wt);
-        ito__wait_begin(wt, deadline);
+        ito__wait_begin(wt, deadline, &m->lk, &m->q);
         ito__spin_unlock(&m->lk);
         if (ito__wait_end(wt, &m->lk, &m->q) == ETIMEDOUT)
             return ETIMEDOUT;

@@ -97,7 +97,7 @@ static int rw_acquire(struct ito__rwlock *l, bool write, uintptr_t self, bool wa
     if (write)
         l->waiting_writers++;
     ito__waitq_push(&l->q, w);
-    ito__wait_begin(w, 0);
+    ito__wait_begin(w, 0, &l->lk, &l->q);
     *queued = w;
     return 1;
 }

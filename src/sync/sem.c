@@ -18,7 +18,7 @@
 struct ito__sem {
     _Atomic uint32_t value;     /* decremented without the lock, incremented under it */
     ito__spinlock lk;
-    uint32_t destroyed;
+    _Atomic uint32_t destroyed; /* written under lk, read also without it (fast paths) */
     uint32_t pad_;
     struct ito__waitq q;
 };
@@ -34,7 +34,7 @@ ITO_API int ito_sem_init(ito_sem_t *us, unsigned value)
     struct ito__sem *s = S(us);
     atomic_store_explicit(&s->value, value, memory_order_relaxed);
     atomic_store_explicit(&s->lk.locked, 0, memory_order_relaxed);
-    s->destroyed = 0;
+    atomic_store_explicit(&s->destroyed, 0, memory_order_relaxed);
     s->q.head = s->q.tail = NULL;
     return 0;
 }
@@ -46,12 +46,12 @@ ITO_API int ito_sem_destroy(ito_sem_t *us)
     struct ito__sem *s = S(us);
     int e = 0;
     ito__spin_lock(&s->lk);
-    if (s->destroyed == SEM_DESTROYED)
+    if (atomic_load_explicit(&s->destroyed, memory_order_relaxed) == SEM_DESTROYED)
         e = EINVAL;
     else if (!ito__waitq_empty(&s->q))
         e = EBUSY;
     else
-        s->destroyed = SEM_DESTROYED;
+        atomic_store_explicit(&s->destroyed, SEM_DESTROYED, memory_order_relaxed);
     ito__spin_unlock(&s->lk);
     return e;
 }
@@ -71,13 +71,13 @@ static bool try_take(struct ito__sem *s)
 static int sem_wait(struct ito__sem *s, uint64_t deadline)
 {
     ito__ensure_init();
-    if (s->destroyed == SEM_DESTROYED)
+    if (atomic_load_explicit(&s->destroyed, memory_order_relaxed) == SEM_DESTROYED)
         return EINVAL;
     if (try_take(s))
         return 0;
     struct ito__waiter local;
     ito__spin_lock(&s->lk);
-    if (s->destroyed == SEM_DESTROYED) {
+    if (atomic_load_explicit(&s->destroyed, memory_order_relaxed) == SEM_DESTROYED) {
         ito__spin_unlock(&s->lk);
         return EINVAL;
     }
@@ -91,7 +91,7 @@ static int sem_wait(struct ito__sem *s, uint64_t deadline)
     }
     struct ito__waiter *w = ito__waiter_init(&local);
     ito__waitq_push(&s->q, w);
-    ito__wait_begin(w, deadline);
+    ito__wait_begin(w, deadline, &s->lk, &s->q);
     ito__spin_unlock(&s->lk);
     return ito__wait_end(w, &s->lk, &s->q);   /* 0: post handed us its unit */
 }
@@ -116,7 +116,7 @@ ITO_API int ito_sem_trywait(ito_sem_t *us)
     if (!us)
         return EINVAL;
     struct ito__sem *s = S(us);
-    if (s->destroyed == SEM_DESTROYED)
+    if (atomic_load_explicit(&s->destroyed, memory_order_relaxed) == SEM_DESTROYED)
         return EINVAL;
     return try_take(s) ? 0 : EAGAIN;
 }
@@ -127,7 +127,7 @@ ITO_API int ito_sem_post(ito_sem_t *us)
         return EINVAL;
     struct ito__sem *s = S(us);
     ito__spin_lock(&s->lk);
-    if (s->destroyed == SEM_DESTROYED) {
+    if (atomic_load_explicit(&s->destroyed, memory_order_relaxed) == SEM_DESTROYED) {
         ito__spin_unlock(&s->lk);
         return EINVAL;
     }
@@ -151,7 +151,7 @@ ITO_API int ito_sem_get_value(ito_sem_t *us, unsigned *value)
     if (!us || !value)
         return EINVAL;
     struct ito__sem *s = S(us);
-    if (s->destroyed == SEM_DESTROYED)
+    if (atomic_load_explicit(&s->destroyed, memory_order_relaxed) == SEM_DESTROYED)
         return EINVAL;
     *value = atomic_load_explicit(&s->value, memory_order_relaxed);
     return 0;

@@ -29,7 +29,7 @@ ITO_API int ito_sleep_ns(uint64_t ns)
         return 0;
     }
     struct ito__waiter *w = ito__waiter_init(NULL);
-    ito__wait_begin(w, deadline);
+    ito__wait_begin(w, deadline, NULL, NULL);
     ito__wait_end(w, NULL, NULL);
     return 0;
 }

@@ -27,11 +27,15 @@ struct ito__waiter *ito__waiter_init(struct ito__waiter *local)
     return w;
 }
 
-void ito__wait_begin(struct ito__waiter *w, uint64_t deadline)
+void ito__wait_begin(struct ito__waiter *w, uint64_t deadline, ito__spinlock *lock, struct ito__waitq *q)
 {
     struct ito__thread *t = w->thread;
+    if (deadline == UINT64_MAX)
+        deadline = 0;   /* saturated far future (ito__timespec_to_ns): never */
     w->timed = deadline != 0;
     w->deadline = deadline;
+    w->lock = lock;
+    w->queue = q;
     if (!t)
         return;
     /* A new wait number: timer entries of earlier waits cannot end this one. */
@@ -57,11 +61,12 @@ int ito__wait_end(struct ito__waiter *w, ito__spinlock *lock, struct ito__waitq 
 {
     if (w->thread) {
         ito__switch_out(w->thread);
-        /* Acquire pairs with the CAS/store that ended the wait. */
-        uint64_t st = atomic_load_explicit(&w->state, memory_order_acquire);
-        if ((st & ITO_WAIT_MASK) == ITO_WAIT_TIMEDOUT)
-            return timed_out(w, lock, q);
-        return 0;
+        /* What ended the wait (a waker's claim, the timer's CAS) happened
+         * before the thread was made ready, which the vproc that runs it
+         * acquired (ito__thread_set_state, ito__claim). */
+        uint64_t st = atomic_load_explicit(&w->state, memory_order_relaxed);
+        /* A timeout was unlinked by the timer (ito__wait_timeout). */
+        return (st & ITO_WAIT_MASK) == ITO_WAIT_TIMEDOUT ? ETIMEDOUT : 0;
     }
     /* A foreign kernel thread: sleep in the kernel. */
     for (;;) {
@@ -139,6 +144,16 @@ void ito__wait_timeout(struct ito__thread *t, uint64_t seq)
     uint64_t exp = seq << 2 | ITO_WAIT_WAITING;
     if (atomic_compare_exchange_strong_explicit(&t->wait.state, &exp, seq << 2 | ITO_WAIT_TIMEDOUT,
                                                 memory_order_acq_rel, memory_order_relaxed)) {
+        /* The wait is ours to end: unlink it now (no lock is held here, and
+         * the object's lock comes first in the lock order anyway). A waker
+         * that popped it meanwhile has cleared `queued` under the same lock. */
+        struct ito__waiter *w = &t->wait;
+        if (w->lock) {
+            ito__spin_lock(w->lock);
+            if (w->queued)
+                ito__waitq_remove(w->queue, w);
+            ito__spin_unlock(w->lock);
+        }
         ito__thread_set_state(t, ITO_TS_BLOCKED, ITO_TS_READY);
         ito__ready(t, ITO_READY_WAKE);
     }

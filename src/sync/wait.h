@@ -26,9 +26,12 @@
  * earlier wait can never end a later one. A wait ends exactly once: the waker
  * and the timer race with a CAS on the state word, the winner makes the
  * thread ready; a waker that loses goes on to the next waiter (so a signal is
- * never lost), a timer that loses does nothing. The loser of a timed-out wait
- * unlinks itself under the object's lock. Waits without a deadline need no
- * CAS: only the waker that unlinked the record can end them.
+ * never lost), a timer that loses does nothing. A timer that wins unlinks the
+ * record under the object's lock before making the thread ready — the thread
+ * may never come back to its wait (suspended, then restarted elsewhere by
+ * ito_set_entry); a foreign waiter whose futex wait timed out unlinks its own.
+ * Waits without a deadline need no CAS: only the waker that unlinked the
+ * record can end them.
  */
 #ifndef ITO_SYNC_WAIT_H
 #define ITO_SYNC_WAIT_H
@@ -57,6 +60,8 @@ struct ito__waiter {
     bool timed;                        /* has a deadline (set before linking) */
     uintptr_t tag;                     /* for the object: e.g. reader or writer */
     uint64_t deadline;                 /* foreign waiters: absolute ns, 0 none */
+    ito__spinlock *lock;               /* the object's lock and queue, for the timer */
+    struct ito__waitq *queue;          /*   that unlinks a timed-out wait (wait.c) */
 };
 
 struct ito__waitq {
@@ -115,9 +120,10 @@ static inline struct ito__waiter *ito__waitq_pop(struct ito__waitq *q)
     return w;
 }
 
-/* Under the object's lock, after linking w: mark the caller blocked and arm
- * the deadline (absolute CLOCK_MONOTONIC ns, 0: none). */
-void ito__wait_begin(struct ito__waiter *w, uint64_t deadline);
+/* Under the object's lock, after linking w in q: mark the caller blocked and
+ * arm the deadline (absolute CLOCK_MONOTONIC ns, 0: none). lock and q are
+ * NULL for a wait in no queue (sleep). */
+void ito__wait_begin(struct ito__waiter *w, uint64_t deadline, ito__spinlock *lock, struct ito__waitq *q);
 /* After releasing the object's lock: block until woken or timed out. On
  * timeout, unlinks w from q under `lock` if it is still there. Returns 0 or
  * ETIMEDOUT. MAY SWITCH. */
