@@ -14,7 +14,7 @@ static void *cond_waiter(void *a)
 {
     OK(ito_mutex_lock(&m));
     atomic_store(&in_wait, 1);
-    struct timespec ts = test_deadline_in(2000000);
+    struct timespec ts = test_deadline_in(200000000);   /* long enough to suspend it first */
     ito_cond_timedwait(&c, &m, &ts);
     CHECK(!"the first entry must not run on");
     return a;
@@ -23,7 +23,7 @@ static void *cond_waiter(void *a)
 static void *sem_waiter(void *a)
 {
     atomic_store(&in_wait, 1);
-    struct timespec ts = test_deadline_in(2000000);
+    struct timespec ts = test_deadline_in(200000000);   /* long enough to suspend it first */
     ito_sem_timedwait(&s, &ts);
     CHECK(!"the first entry must not run on");
     return a;
@@ -32,7 +32,7 @@ static void *sem_waiter(void *a)
 static void *mutex_waiter(void *a)
 {
     atomic_store(&in_wait, 1);
-    struct timespec ts = test_deadline_in(2000000);
+    struct timespec ts = test_deadline_in(200000000);   /* long enough to suspend it first */
     ito_mutex_timedlock(&held, &ts);
     CHECK(!"the first entry must not run on");
     return a;
@@ -57,7 +57,7 @@ static void restart_while_timing_out(void *(*waiter)(void *))
     OK(ito_mutex_unlock(&m));
     ito_sleep_ns(100000);
     OK(ito_suspend(j));
-    ito_sleep_ns(20000000);     /* the wait times out; the thread stops */
+    ito_sleep_ns(400000000);    /* the wait times out; the thread stops */
     int e;
     while ((e = ito_set_entry(j, second_entry, (void *)41)) == EBUSY)
         ito_sleep_ns(1000000);
