@@ -108,11 +108,11 @@ static void case_builtin_names_after_init(void)
     CHECK_EQ(ito_policy_register(&o), EEXIST);
 }
 
-/* ITO_POLICIES_MAX counts the two built-ins; registering after
- * initialization is allowed. */
-static void case_capacity_after_init(void)
+/* Registers uniquely named copies of lifo_ops until the registry refuses
+ * one, and checks it refused with ENOSPC after exactly ITO_POLICIES_MAX - 2:
+ * the two built-ins take their slots whether or not ito is initialized. */
+static void fill_registry(void)
 {
-    OK(ito_init(NULL));
     static ito_policy_ops_t filler[ITO_POLICIES_MAX + 1];
     static char names[ITO_POLICIES_MAX + 1][16];
     int n = 0, e;
@@ -127,6 +127,14 @@ static void case_capacity_after_init(void)
     }
     CHECK_EQ(e, ENOSPC);
     CHECK_EQ(n, ITO_POLICIES_MAX - 2);
+}
+
+/* ITO_POLICIES_MAX counts the two built-ins; registering after
+ * initialization is allowed. */
+static void case_capacity_after_init(void)
+{
+    OK(ito_init(NULL));
+    fill_registry();
     CHECK(strcmp(ito_policy_name(), "ws") == 0);
 }
 
@@ -134,20 +142,7 @@ static void case_capacity_after_init(void)
  * for ITO_POLICIES_MAX - 2 more, and ito still initializes afterwards. */
 static void case_capacity_before_init(void)
 {
-    static ito_policy_ops_t filler[ITO_POLICIES_MAX + 1];
-    static char names[ITO_POLICIES_MAX + 1][16];
-    int n = 0, e;
-    for (;;) {
-        CHECK(n <= ITO_POLICIES_MAX);
-        filler[n] = lifo_ops;
-        snprintf(names[n], sizeof names[n], "filler-%d", n);
-        filler[n].name = names[n];
-        if ((e = ito_policy_register(&filler[n])) != 0)
-            break;
-        n++;
-    }
-    CHECK_EQ(e, ENOSPC);
-    CHECK_EQ(n, ITO_POLICIES_MAX - 2);
+    fill_registry();
     OK(ito_init(NULL));
     CHECK(strcmp(ito_policy_name(), "ws") == 0);
 }
