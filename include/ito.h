@@ -37,8 +37,9 @@
  *   switch: those locks record the kernel thread.
  *
  * Scheduling is cooperative in this version: a thread keeps its vproc until
- * it calls something that may switch (or blocks in a system call, which
- * blocks the vproc). Other vprocs keep running the other threads.
+ * it calls something that may switch. A system call that blocks holds the
+ * vproc unless it is one of ito's I/O calls (ito/io.h) or is bracketed by
+ * ito_blocking_begin/end, which let the vproc run other threads meanwhile.
  */
 #ifndef ITO_H
 #define ITO_H
@@ -354,6 +355,47 @@ ITO_API int ito_once(ito_once_t *once, void (*fn)(void));
 ITO_API int ito_sleep_ns(uint64_t ns);
 
 /* ------------------------------------------------------------------------ */
+/* Blocking system calls                                                      */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Bracket a call that may block in the kernel (a read() on a slow device, a
+ * library's own I/O, waitpid, flock...) so that it does not take the vproc
+ * with it:
+ *
+ *     ito_blocking_begin();
+ *     n = read(fd, buf, len);
+ *     ito_blocking_end();
+ *
+ * or n = ITO_BLOCKING(read(fd, buf, len)). Entering costs a store. If the
+ * call is still in the kernel after about 20 µs while other threads could use
+ * the vproc, ito's monitor hands the vproc to a spare kernel thread (an
+ * activation), so the other threads run on. When the call returns, the
+ * thread goes back to a ready queue and resumes — errno intact — on whatever
+ * kernel thread carries its vproc then (so do not keep __thread pointers or
+ * C-library locks across the bracket). Between the two calls make only the
+ * system call: an ito call that may switch there aborts with a message.
+ * Brackets nest (the outermost counts). Foreign kernel threads may call both
+ * (they do nothing). With ITO_ACTIVATIONS=0 they do nothing either: a
+ * blocked call then holds its vproc. The number of kernel threads is capped
+ * by ITO_MAX_ACTIVATIONS (default max(1024, 2 x vprocs)); at the cap, blocked
+ * calls keep their vprocs and a one-time warning says so. ito_blocking_end
+ * MAY SWITCH; it aborts if no bracket is open.
+ */
+ITO_API void ito_blocking_begin(void);
+ITO_API void ito_blocking_end(void);
+
+#if defined(__GNUC__)
+#define ITO_BLOCKING(call)                                                                         \
+    __extension__({                                                                                \
+        ito_blocking_begin();                                                                      \
+        __typeof__(call) ito_blocking_result_ = (call);                                            \
+        ito_blocking_end();                                                                        \
+        ito_blocking_result_;                                                                      \
+    })
+#endif
+
+/* ------------------------------------------------------------------------ */
 /* Futures (seed 003, appendix A)                                            */
 /* ------------------------------------------------------------------------ */
 
@@ -395,5 +437,7 @@ ITO_API int ito_stats_get(ito_stats_t *stats);
 #ifdef __cplusplus
 }
 #endif
+
+#include <ito/io.h>
 
 #endif /* ITO_H */

@@ -60,6 +60,19 @@ static void case_cont_return(void)
     ito_cont_switch(k, NULL);
 }
 
+static void case_blocking_end_alone(void)
+{
+    ito_yield();   /* initialized, and main is an ito thread */
+    ito_blocking_end();
+}
+
+static void case_blocking_switch_inside(void)
+{
+    ito_yield();   /* initialized: main is an ito thread */
+    ito_blocking_begin();
+    ito_yield();   /* may switch: not allowed inside the bracket */
+}
+
 static const struct {
     const char *name;
     void (*fn)(void);
@@ -70,6 +83,8 @@ static const struct {
     { "cont_null", case_cont_null, "NULL" },
     { "cont_twice", case_cont_twice, "resumed" },
     { "cont_return", case_cont_return, "returned" },
+    { "blocking_end_alone", case_blocking_end_alone, "without a matching ito_blocking_begin" },
+    { "blocking_switch_inside", case_blocking_switch_inside, "between ito_blocking_begin and" },
 };
 
 int main(int argc, char **argv)

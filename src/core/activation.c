@@ -1,6 +1,11 @@
 /*
  * Activations: the kernel threads that carry vprocs.
  *
+ * Activations are the vprocs' carriers, and spares: parked kernel threads
+ * that the monitor (kernel/monitor.c) gives the vproc of a carrier blocked in
+ * the kernel. A carrier that finds its vproc gone when its call returns
+ * becomes a spare in turn.
+ *
  * Each activation has ito's one thread-local variable pointing at it, an
  * alternate signal stack (so a stack overflow can be reported, overflow.c),
  * its own errno location, and a scheduler context: the idle loop of sched.c
@@ -17,6 +22,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "base/futex.h"
 #include "base/panic.h"
 #include "core/runtime.h"
 #include "core/sanitizer.h"
@@ -49,7 +55,8 @@ void ito__activation_setup_self(struct ito__activation *a)
         stack_t ss = { .ss_sp = a->altstack, .ss_size = a->altstack_size, .ss_flags = 0 };
         sigaltstack(&ss, NULL);
     }
-    ito__pin_self(a->vp->cpu);
+    if (a->vp)
+        ito__pin_self(a->vp->cpu);
 }
 
 /* Bounds of the calling kernel thread's own stack. */
@@ -76,20 +83,49 @@ static void *activation_main(void *arg)
     ito__sched_loop(a);
 }
 
-int ito__activation_start(struct ito__vproc *vp)
+/* vp NULL: a spare, which parks at once (its scheduler loop sees no vproc). */
+static int start(struct ito__vproc *vp)
 {
     struct ito__activation *a = calloc(1, sizeof *a);
     if (!a)
         return ENOMEM;
     a->vp = vp;
-    vp->act = a;
+    if (vp)
+        vp->act = a;
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setstacksize(&attr, ACT_STACK);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    atomic_fetch_add_explicit(&ito__rt.nactivations, 1, memory_order_relaxed);
     int e = pthread_create(&a->pthread, &attr, activation_main, a);
     pthread_attr_destroy(&attr);
+    if (e) {
+        atomic_fetch_sub_explicit(&ito__rt.nactivations, 1, memory_order_relaxed);
+        if (vp)
+            vp->act = NULL;
+        free(a);
+    }
     return e;
+}
+
+int ito__activation_start(struct ito__vproc *vp) { return start(vp); }
+
+int ito__activation_start_spare(void) { return start(NULL); }
+
+void ito__activation_park(struct ito__activation *a)
+{
+    atomic_store_explicit(&a->park, 0, memory_order_relaxed);
+    ito__spin_lock(&ito__rt.spare_lock);
+    a->spare_next = ito__rt.spares;
+    ito__rt.spares = a;
+    ito__rt.nspares++;
+    ito__spin_unlock(&ito__rt.spare_lock);
+    /* Acquire pairs with the monitor's release store of park after it set
+     * a->vp (kernel/monitor.c). */
+    while (atomic_load_explicit(&a->park, memory_order_acquire) == 0)
+        ito__futex_wait(&a->park, 0, 0);
+    if (ito__rt.pin)
+        ito__pin_self(a->vp->cpu);
 }
 
 int ito__activation_adopt(struct ito__vproc *vp)
@@ -100,6 +136,7 @@ int ito__activation_adopt(struct ito__vproc *vp)
     a->vp = vp;
     a->adopted = true;
     vp->act = a;
+    atomic_fetch_add_explicit(&ito__rt.nactivations, 1, memory_order_relaxed);
     int e = ito__stack_map_standalone(SCHED_STACK, &a->sched_stack, &a->mapping, &a->mapping_size);
     if (e)
         return e;

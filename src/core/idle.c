@@ -12,14 +12,17 @@
  *      own sources (inbox, policy) at every round, since a thread handed to
  *      it should start within a cache miss; the rest with exponential backoff,
  *      so as not to pound other vprocs' cache lines;
- *   3. then sleeps on a futex until woken or until the earliest timer.
+ *   3. then sleeps until woken or until the earliest timer: in io_uring_enter
+ *      on its ring when it has one (so that I/O completions wake it too,
+ *      kernel/ring.c), else on a futex.
  *
  * A process whose threads are all blocked therefore uses no CPU once the
  * window has passed.
  *
  * Wake-ups. Whoever makes work available (a spawn, a wake-up, a timer armed
  * on a busy vproc) checks whether some vproc is spinning; if none is and one
- * is asleep, it wakes one (futex). Work and the idle counters are a Dekker
+ * is asleep, it wakes one (an eventfd write for a vproc sleeping on its ring,
+ * else a futex wake). Work and the idle counters are a Dekker
  * pair: the producer stores the work then loads the counters, the sleeper
  * stores the counters then loads the work; with a store-load barrier on both
  * sides, at least one of them sees the other, so work is never left with
@@ -51,6 +54,7 @@
 #include "base/panic.h"
 #include "core/runtime.h"
 #include "core/stats.h"
+#include "kernel/ring.h"
 
 /* An inbox that its vproc has not drained for this long, while the vproc made
  * no scheduling decision at all, is emptied by an idle vproc. */
@@ -91,7 +95,10 @@ static bool wake_vproc(struct ito__vproc *vp)
     if (atomic_load_explicit(&vp->run_state, memory_order_relaxed) == ITO_VP_SLEEPING &&
         atomic_compare_exchange_strong_explicit(&vp->run_state, &s, ITO_VP_IDLE,
                                                 memory_order_relaxed, memory_order_relaxed)) {
-        ito__futex_wake(&vp->run_state, 1);
+        if (vp->ring)
+            ito__ring_kick(vp->ring);   /* it sleeps on its ring (kernel/ring.c) */
+        else
+            ito__futex_wake(&vp->run_state, 1);
         return true;
     }
     return false;
@@ -192,6 +199,26 @@ static void rescue_inboxes(struct ito__vproc *self, uint64_t now)
     }
 }
 
+/* The vproc's own sources: completions on its ring, its inbox, its policy. */
+static inline struct ito__thread *pick_own(struct ito__vproc *vp)
+{
+    if (vp->ring && ito__ring_ready(vp->ring))
+        ito__ring_reap(vp->ring, false);
+    return ito__pick_local(vp);
+}
+
+/* Reap the completions of busy vprocs' rings: their owners look at them only
+ * every few dozen picks, and never while one thread runs for long. */
+static void rescue_rings(struct ito__vproc *self)
+{
+    for (int i = 0; i < ito__rt.nvprocs; i++) {
+        struct ito__vproc *vp = ito__rt.vprocs[i];
+        if (vp != self && vp->ring && ito__ring_ready(vp->ring) &&
+            atomic_load_explicit(&vp->run_state, memory_order_relaxed) == ITO_VP_BUSY)
+            ito__ring_reap(vp->ring, true);
+    }
+}
+
 /* Everything but the vproc's own sources. Also sets vp->retry_at when some
  * thread may be taken later but not yet. */
 static struct ito__thread *find_remote(struct ito__vproc *vp, uint64_t now)
@@ -214,12 +241,14 @@ static struct ito__thread *find_remote(struct ito__vproc *vp, uint64_t now)
         }
     }
     rescue_inboxes(vp, now);
+    if (ito__rings_on)
+        rescue_rings(vp);
     return ito__pick_local(vp);
 }
 
 static struct ito__thread *find_work(struct ito__vproc *vp, uint64_t now)
 {
-    struct ito__thread *t = ito__pick_local(vp);
+    struct ito__thread *t = pick_own(vp);
     return t ? t : find_remote(vp, now);
 }
 
@@ -268,7 +297,7 @@ struct ito__thread *ito__idle_find(struct ito__vproc *vp)
                 sched_yield();
             else
                 ito__cpu_relax();
-            if ((t = ito__pick_local(vp)))
+            if ((t = pick_own(vp)))
                 break;
             if (++round < backoff)
                 continue;
@@ -300,6 +329,12 @@ struct ito__thread *ito__idle_find(struct ito__vproc *vp)
             atomic_store_explicit(&vp->sleep_deadline, deadline, memory_order_relaxed);
             ITO_STAT_INC(vp, idle_sleeps);
             while (atomic_load_explicit(&vp->run_state, memory_order_acquire) == ITO_VP_SLEEPING) {
+                if (vp->ring) {
+                    /* Completions made threads ready here: stop sleeping. */
+                    if (ito__ring_sleep(vp, deadline) > 0 || (deadline && ito__now_ns() >= deadline))
+                        break;
+                    continue;
+                }
                 int r = ito__futex_wait(&vp->run_state, ITO_VP_SLEEPING, deadline);
                 if (r == ETIMEDOUT)
                     break;

@@ -23,6 +23,8 @@
 #include "core/sched.h"
 #include "core/stack.h"
 #include "core/vproc.h"
+#include "kernel/monitor.h"
+#include "kernel/ring.h"
 
 #define ITO_VPROCS_MAX 1024
 #define ITO_IDLE_SPIN_DEFAULT_US 50
@@ -100,13 +102,14 @@ static int start(const ito_config_t *c, bool adopt)
         if (pol->vproc_init && (e = pol->vproc_init(&ito__rt.vprocs[i]->pv)))
             return e;
     }
+    ito__rings_init();
     ito__overflow_install();
     if (adopt && (e = ito__activation_adopt(ito__rt.vprocs[0])))
         return e;
     for (int i = adopt ? 1 : 0; i < n; i++)
         if ((e = ito__activation_start(ito__rt.vprocs[i])))
             return e;
-    return 0;
+    return ito__monitor_init();
 }
 
 int ito__init_slow(const ito_config_t *cfg, bool explicit_call)

@@ -37,6 +37,15 @@ struct ito__runtime {
     struct ito__thread *gq_head, *gq_tail;          /* gq_lock; linked by node.next */
     _Atomic size_t gq_len;
 
+    /* Activations beyond the vprocs' carriers (kernel/monitor.c). */
+    bool activations;                     /* ITO_ACTIVATIONS: blocking calls hand vprocs on */
+    int max_activations;                  /* ITO_MAX_ACTIVATIONS */
+    _Atomic int nactivations;             /* all activations, carriers included */
+    ito__spinlock spare_lock ITO_ALIGNED_CACHELINE;
+    struct ito__activation *spares;       /* spare_lock: parked, without a vproc */
+    int nspares;                          /* spare_lock */
+    _Atomic uint32_t monitor_asleep ITO_ALIGNED_CACHELINE; /* futex word of the monitor */
+
     /* Threads created or exited outside any vproc (foreign spawns). */
     _Atomic int64_t foreign_spawns ITO_ALIGNED_CACHELINE;
     _Atomic bool main_exited;             /* main called ito_exit */

@@ -5,8 +5,15 @@
 #ifndef ITO_CORE_SANITIZER_H
 #define ITO_CORE_SANITIZER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include "base/compiler.h"
+
+#ifdef ITO_TSAN
+#define ITO_TSAN_BUILD 1
+#else
+#define ITO_TSAN_BUILD 0
+#endif
 
 #ifdef ITO_ASAN
 void __sanitizer_start_switch_fiber(void **fake_stack_save, const void *bottom, size_t size);
@@ -81,9 +88,11 @@ static inline unsigned ito__vg_stack_register(void *lo, void *hi)
     return VALGRIND_STACK_REGISTER(lo, hi);
 }
 static inline void ito__vg_stack_deregister(unsigned id) { VALGRIND_STACK_DEREGISTER(id); }
+static inline bool ito__running_on_valgrind(void) { return RUNNING_ON_VALGRIND != 0; }
 #else
 static inline unsigned ito__vg_stack_register(void *lo, void *hi) { (void)lo; (void)hi; return 0; }
 static inline void ito__vg_stack_deregister(unsigned id) { (void)id; }
+static inline bool ito__running_on_valgrind(void) { return false; }
 #endif
 
 #endif

@@ -49,6 +49,7 @@
 #include "core/runtime.h"
 #include "core/sanitizer.h"
 #include "core/stats.h"
+#include "kernel/ring.h"
 
 /* How many picks between two looks at the clock (timers, policy tick) and at
  * the global queue (a power of 2). At ~20 ns per switch this is a few
@@ -160,11 +161,13 @@ bool ito__claim_slow(struct ito__thread *t)
     return !stop;
 }
 
-/* Every ITO_PERIODIC_PICKS picks: expired timers, the global queue (so that
- * threads readied from outside cannot starve behind local work), and the
- * policy's tick. */
+/* Every ITO_PERIODIC_PICKS picks: I/O completions, expired timers, the
+ * global queue (so that threads readied from outside cannot starve behind
+ * local work), and the policy's tick. */
 static ITO_NOINLINE void periodic(struct ito__vproc *vp)
 {
+    if (vp->ring && ito__ring_ready(vp->ring))
+        ito__ring_reap(vp->ring, false);
     uint64_t next = atomic_load_explicit(&vp->timers.next, memory_order_relaxed);
     uint64_t now = 0;
     if (next != UINT64_MAX || ito__rt.policy->tick) {
@@ -250,8 +253,8 @@ static inline void after_resume(struct ito__thread *self, void *fake_stack)
     struct ito__activation *act = ito__activation_self();
     struct ito__vproc *vp = act->vp;
     ito__san_finish(fake_stack);
-    struct ito__handover *h = &vp->handover;
-    if (ITO_UNLIKELY(h->dead_stack.lo || h->dead)) {
+    struct ito__handover *h = vp ? &vp->handover : NULL;   /* none: lost its vproc (detach) */
+    if (ITO_UNLIKELY(h && (h->dead_stack.lo || h->dead))) {
         if (h->dead_stack.lo) {
             ito__stack_put(vp, vp->stacks, &h->dead_stack);
             h->dead_stack.lo = NULL;
@@ -300,7 +303,8 @@ static void switch_to(struct ito__activation *act, struct ito__thread *cur, stru
         size = act->sched_stack.size;
         fiber = act->sched_tsan_fiber;
     }
-    vp->current = next;
+    if (ITO_LIKELY(vp))   /* NULL: an activation leaving its lost vproc (ito__switch_detach) */
+        vp->current = next;
     struct ito__ctx scratch;
     struct ito__ctx *from;
     void **fake_save;
@@ -331,6 +335,10 @@ void ito__switch_out(struct ito__thread *cur)
         (uintptr_t)ito__arch_sp() < (uintptr_t)cur->stack.lo + ITO_STACK_MARGIN)
         ito__stack_overflowed(cur->stack_size, cur->index, cur->name);
     struct ito__activation *act = ito__activation_self();
+    if (ITO_UNLIKELY(act->blocking))
+        ito__panic("thread %u \"%s\" called an ito function that may switch between "
+                   "ito_blocking_begin and ito_blocking_end; only the blocking system call itself "
+                   "belongs there", cur->index, cur->name);
     struct ito__thread *next = ito__pick_local(act->vp);
     if (next == cur)
         return;   /* it was made ready again before it left: keep running */
@@ -346,6 +354,13 @@ void ito__switch_out_dead(struct ito__vproc *vp, struct ito__thread *next)
     ito__panic("an exited thread was resumed");
 }
 
+void ito__switch_detach(struct ito__thread *cur)
+{
+    struct ito__activation *act = ito__activation_self();
+    act->requeue = cur;
+    switch_to(act, cur, NULL, false);
+}
+
 void ito__switch_to(struct ito__thread *cur, struct ito__thread *next)
 {
     switch_to(ito__activation_self(), cur, next, false);
@@ -353,9 +368,29 @@ void ito__switch_to(struct ito__thread *cur, struct ito__thread *next)
 
 /* ------------------------------------------------------------- run loop */
 
+/* The thread whose carrier lost its vproc, now saved: back to a ready queue,
+ * its last vproc's (the "unblocked" event). */
+static void requeue(struct ito__activation *act)
+{
+    struct ito__thread *t = act->requeue;
+    act->requeue = NULL;
+    ito__thread_set_state(t, ITO_TS_RUNNING, ITO_TS_READY);
+    t->ready_reason = ITO_READY_WAKE;
+    int to = t->pref_vproc >= 0 ? t->pref_vproc : t->vp->index;
+    struct ito__vproc *home = ito__rt.vprocs[to];
+    inbox_push(home, t);
+    ito__vproc_kick(home);
+    /* Its owner may be busy for a while: let an idle vproc watch the inbox. */
+    ito__idle_notify();
+}
+
 void ito__sched_loop(struct ito__activation *act)
 {
     for (;;) {
+        if (ITO_UNLIKELY(act->requeue))
+            requeue(act);
+        if (ITO_UNLIKELY(!act->vp))
+            ito__activation_park(act);   /* returns carrying a vproc */
         struct ito__vproc *vp = act->vp;
         struct ito__thread *t = act->pending;
         if (t) {

@@ -64,6 +64,12 @@ void ito__switch_out(struct ito__thread *cur);
  * whatever vp has; never come back. */
 _Noreturn void ito__switch_out_dead(struct ito__vproc *vp, struct ito__thread *next);
 
+/* The carrier of the running thread `cur` has lost its vproc (the monitor
+ * gave it to a spare while cur was in a blocking call): save cur, make it
+ * ready from this activation's scheduler context, and park the activation
+ * as a spare. Returns when cur runs again, on some vproc. */
+void ito__switch_detach(struct ito__thread *cur);
+
 /* Directed switch: the running thread `cur` (already BLOCKED) hands its vproc
  * to `next` (claimed, RUNNING), bypassing the policy. Returns when cur runs
  * again. */

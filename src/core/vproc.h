@@ -5,8 +5,10 @@
  * policy's per-vproc state), its pools (descriptors, stacks), its timers and
  * an inbox through which other vprocs hand it threads. An activation is a
  * kernel thread; it carries one vproc at a time and owns a scheduler context
- * (its idle loop). In this version each vproc has exactly one activation for
- * life, pinned to one CPU.
+ * (its idle loop). A vproc's activation changes when its carrier blocks in
+ * the kernel and the monitor hands the vproc to a spare activation
+ * (kernel/monitor.c); the carrier then finds, when its call returns, that it
+ * has lost the vproc, readies its thread and becomes a spare itself.
  *
  * Fields are grouped by who writes them: the owner (the activation carrying
  * the vproc) writes the first group without atomics; other vprocs and foreign
@@ -28,6 +30,7 @@
 #include "core/timer.h"
 
 struct ito__thread;
+struct ito__ring;
 
 /* Per-vproc counters (owner-written, read relaxed by ito_stats_get). */
 struct ito__vproc_stats {
@@ -55,6 +58,12 @@ struct ito__activation {
     void *sched_tsan_fiber;         /* TSan fiber of the scheduler context */
     void *mapping;                  /* standalone stack of the scheduler context, if any */
     size_t mapping_size;
+    /* Blocking calls and hand-offs (kernel/blocking.c, kernel/monitor.c). */
+    unsigned blocking;              /* depth of ito_blocking_begin on this kernel thread */
+    struct ito__thread *blocked;    /* the thread inside the outermost bracket */
+    struct ito__thread *requeue;    /* lost its vproc: the scheduler context readies it */
+    _Atomic uint32_t park;          /* a spare sleeps on it; 1: it was given a vproc */
+    struct ito__activation *spare_next; /* spare list (ito__rt.spare_lock) */
 };
 
 /* What the next context to run on this vproc must finish for the previous
@@ -79,6 +88,7 @@ struct ito__vproc {
     struct ito__thread *free_threads;       /* descriptor cache */
     unsigned nfree_threads;
     struct ito__stack_cache *stacks;        /* stack cache (stack.c) */
+    struct ito__ring *ring;                 /* io_uring ring or NULL (kernel/ring.c; set at init) */
     uint64_t *seen_ticks;                   /* idle.c: what this vproc saw of others */
     uint64_t *seen_since;
     uint32_t rng;                           /* victim selection */
@@ -90,7 +100,14 @@ struct ito__vproc {
     _Atomic uint32_t run_state ITO_ALIGNED_CACHELINE;   /* ITO_VP_*; the futex word of a sleeper */
     _Atomic uint64_t sleep_deadline;        /* when a sleeping vproc wakes by itself (0: never) */
     struct ito__timer_heap timers ITO_ALIGNED_CACHELINE;
+    /* The carrier in a blocking call (kernel/blocking.c): its activation's
+     * address | ITO_KS_*. The carrier stores KERNEL and CASes it back to RUN;
+     * the monitor CASes KERNEL to TAKEN to hand the vproc to a spare. */
+    _Atomic uintptr_t kstate ITO_ALIGNED_CACHELINE;
+    _Atomic uint64_t kcalls;                /* blocking calls begun here (carrier; monitor reads) */
 } ITO_ALIGNED_CACHELINE;
+
+enum { ITO_KS_RUN = 0, ITO_KS_KERNEL = 1, ITO_KS_TAKEN = 2, ITO_KS_MASK = 3 };
 
 /* What a vproc is doing: running threads; idle in its scheduler context
  * (looking for work); asleep in the kernel. Written by the owner, except
@@ -117,11 +134,17 @@ static inline struct ito__thread *ito__thread_self(void)
 /* vproc.c: CPU discovery and pinning */
 int ito__cpus_usable(int *cpus, int max);
 void ito__pin_self(int cpu);
+void ito__pin(pid_t tid, int cpu);   /* 0: the caller */
 int ito__vprocs_create(int n, bool pin);
 
 /* activation.c */
 int ito__activation_adopt(struct ito__vproc *vp);
 int ito__activation_start(struct ito__vproc *vp);
+/* Start a spare activation (no vproc); it parks until given one. */
+int ito__activation_start_spare(void);
+/* The calling activation has no vproc: offer it as a spare and sleep until
+ * the monitor gives it one (kernel/monitor.c). */
+void ito__activation_park(struct ito__activation *a);
 void ito__activation_setup_self(struct ito__activation *a);
 
 #endif

@@ -11,11 +11,12 @@
  *     a thread from the slot only after it has sat there, untouched by its
  *     owner, for ITO_WS_NEXT_GRACE_NS (as Go's runnext): usually the owner
  *     gets to it first, cheaper and with its data in cache;
- *   - a Chase-Lev deque (deque.c) for the threads the slot pushes out: LIFO
- *     for the owner, so fork-join programs run depth-first with warm caches
- *     (seed 000 §4.2; Cilk), FIFO for thieves, which take the oldest —
- *     usually largest — work;
- *   - a FIFO for threads that yielded. Its owner uses it with plain loads and
+ *   - a Chase-Lev deque (deque.c) for the threads that spawns push out of the
+ *     slot: LIFO for the owner, so fork-join programs run depth-first with
+ *     warm caches (seed 000 §4.2; Cilk), FIFO for thieves, which take the
+ *     oldest — usually largest — work;
+ *   - a FIFO for threads that yielded, and for those that wake-ups push out
+ *     of the slot (so a stream of wake-ups serves its threads in turn). Its owner uses it with plain loads and
  *     stores, so that ito_yield among the threads of one vproc costs no
  *     atomic instruction; a thief gets at it through a biased lock: the
  *     owner marks itself inside with a store and checks for a thief after a
@@ -160,8 +161,11 @@ static ito_policy_node_t *yq_pop(struct ws *w)
     return n;
 }
 
-/* Into the next slot; a previous occupant moves to the deque. */
-static void put_next(struct ws *w, ito_policy_node_t *n)
+/* Into the next slot; a previous occupant moves to the deque when a spawn
+ * pushes it out (fork-join order), to the FIFO otherwise: under a stream of
+ * wake-ups (a server's I/O completions) the deque's LIFO order would keep
+ * the older ones waiting indefinitely, as a FIFO does not (Go's runq). */
+static void put_next(struct ws *w, ito_policy_node_t *n, ito_ready_reason_t why)
 {
     ito_policy_node_t *old = atomic_load_explicit(&w->next, memory_order_relaxed);
     if (w->dq.solo) {   /* no thieves */
@@ -175,15 +179,19 @@ static void put_next(struct ws *w, ito_policy_node_t *n)
          * whatever we really took. */
         old = atomic_exchange_explicit(&w->next, n, memory_order_acq_rel);
     }
-    if (old)
-        ito__deque_push(&w->dq, old);
+    if (old) {
+        if (why == ITO_READY_SPAWN)
+            ito__deque_push(&w->dq, old);
+        else
+            yq_push(w, old);
+    }
 }
 
 static void ws_enqueue(ito_policy_vproc_t *vp, ito_policy_node_t *n, ito_ready_reason_t why)
 {
     struct ws *w = W(vp);
     if (ITO_LIKELY(why != ITO_READY_YIELD && why != ITO_READY_PREEMPT))
-        put_next(w, n);   /* SPAWN, WAKE, RESUME */
+        put_next(w, n, why);   /* SPAWN, WAKE, RESUME */
     else
         yq_push(w, n);    /* idle vprocs may take it (steal_yq) */
 }

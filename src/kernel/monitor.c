@@ -1,0 +1,247 @@
+/*
+ * The monitor: no processor lost to a blocked kernel call.
+ *
+ * Problem. Linux does not tell a process that one of its kernel threads has
+ * blocked (seed 000's "blocked" upcall). A vproc whose carrier sits in a slow
+ * system call runs nothing, however many threads are ready.
+ *
+ * Approach (Go's sysmon and retake, with seed 000's vocabulary). Threads
+ * bracket calls that may block (ito_blocking_begin/end, blocking.c), which
+ * marks the vproc's kstate with one store. A monitor kernel thread scans the
+ * vprocs: a vproc seen in the same blocking call (same kcalls) at two scans
+ * at least ITO_HANDOFF_NS apart, while threads could use it, is taken with a
+ * CAS on kstate (KERNEL -> TAKEN) and given to a spare activation, which
+ * carries it on from its scheduler loop. Spares are parked kernel threads;
+ * the monitor keeps one ready in advance so that a hand-off does not wait for
+ * pthread_create, and never lets the total exceed ITO_MAX_ACTIVATIONS: at the
+ * cap a blocked carrier keeps its vproc (with a one-time warning).
+ *
+ * "Could use it": its inbox, the global queue or its timers hold work, or no
+ * other vproc is idle (then nobody would steal the work queued on it). When
+ * another vproc idles, it takes that work itself; the monitor looks again.
+ *
+ * Pace. The monitor scans every ITO_MONITOR_MIN_NS while blocking calls are
+ * seen, backs off by doubling to ITO_MONITOR_MAX_NS while the calls it sees
+ * are old ones it decided to leave alone, and sleeps on a futex when no vproc
+ * is in a blocking call. Going to sleep is a Dekker pair with
+ * ito_blocking_begin: the monitor stores monitor_asleep, runs the heavy fence
+ * and scans once more; begin stores kstate, runs the light fence and loads
+ * monitor_asleep (sched.h: ito__fence_light/heavy).
+ *
+ * Rejected: a timestamp in ito_blocking_begin (a clock read on every call);
+ * a spare per blocking call (a thread switch for calls that return at once).
+ */
+#include "kernel/monitor.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <sys/prctl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/clock.h"
+#include "base/env.h"
+#include "base/futex.h"
+#include "base/panic.h"
+#include "core/runtime.h"
+#include "core/sched.h"
+#include "core/vproc.h"
+
+/* Fastest scan period, and the slowest (Go's sysmon: 20 µs to 10 ms). */
+#define ITO_MONITOR_MIN_NS 20000u
+#define ITO_MONITOR_MAX_NS 10000000u
+/* A blocking call is handed off once seen this long (Go's retake: one sysmon
+ * tick, 20 µs at the fastest). */
+#define ITO_HANDOFF_NS 20000u
+/* Default cap on activations (carriers, spares and blocked ones together). */
+#define ITO_MAX_ACTIVATIONS_DEFAULT 1024
+
+struct watch {
+    uint64_t kcalls;     /* the call seen */
+    uint64_t since;      /* when it was first seen (0: none) */
+};
+
+static struct watch *watches;   /* [nvprocs], monitor only */
+static bool cap_warned;
+
+void ito__monitor_wake(void)
+{
+    uint32_t one = 1;
+    if (atomic_compare_exchange_strong_explicit(&ito__rt.monitor_asleep, &one, 0, memory_order_relaxed,
+                                                memory_order_relaxed))
+        ito__futex_wake(&ito__rt.monitor_asleep, 1);
+}
+
+static bool could_use(struct ito__vproc *vp)
+{
+    return atomic_load_explicit(&vp->inbox, memory_order_relaxed) ||
+           atomic_load_explicit(&ito__rt.gq_len, memory_order_relaxed) ||
+           atomic_load_explicit(&vp->timers.next, memory_order_relaxed) != UINT64_MAX ||
+           atomic_load_explicit(&ito__rt.nspinning, memory_order_relaxed) +
+                   atomic_load_explicit(&ito__rt.nsleeping, memory_order_relaxed) ==
+               0;
+}
+
+static struct ito__activation *take_spare(void)
+{
+    ito__spin_lock(&ito__rt.spare_lock);
+    struct ito__activation *s = ito__rt.spares;
+    if (s) {
+        ito__rt.spares = s->spare_next;
+        ito__rt.nspares--;
+    }
+    ito__spin_unlock(&ito__rt.spare_lock);
+    return s;
+}
+
+/* Keep one spare parked (or on its way), within the cap. */
+static void provision(void)
+{
+    ito__spin_lock(&ito__rt.spare_lock);
+    int spares = ito__rt.nspares;
+    ito__spin_unlock(&ito__rt.spare_lock);
+    if (spares > 0 || atomic_load_explicit(&ito__rt.nactivations, memory_order_relaxed) >= ito__rt.max_activations)
+        return;
+    int e = ito__activation_start_spare();
+    if (e && !cap_warned) {
+        cap_warned = true;
+        ito__warn("cannot start a spare activation (%s); blocked calls keep their vproc", strerror(e));
+    }
+}
+
+/* vp's carrier is in a blocking call (mark): give vp to a spare. */
+static bool hand_off(struct ito__vproc *vp, uintptr_t mark)
+{
+    struct ito__activation *s = take_spare();
+    if (!s) {
+        if (atomic_load_explicit(&ito__rt.nactivations, memory_order_relaxed) >= ito__rt.max_activations &&
+            !cap_warned) {
+            cap_warned = true;
+            ito__warn("ITO_MAX_ACTIVATIONS (%d) reached: threads blocked in the kernel now keep their "
+                      "vproc until their call returns; raise ITO_MAX_ACTIVATIONS to allow more",
+                      ito__rt.max_activations);
+        }
+        return false;   /* one is being started (provision); next scan */
+    }
+    /* Acquire: what the carrier wrote to vp before its release store of the
+     * mark (blocking.c) is visible here, and to the spare through park. */
+    if (!atomic_compare_exchange_strong_explicit(&vp->kstate, &mark, (mark & ~(uintptr_t)ITO_KS_MASK) | ITO_KS_TAKEN,
+                                                 memory_order_acquire, memory_order_relaxed)) {
+        /* The call returned meanwhile: put the spare back. */
+        ito__spin_lock(&ito__rt.spare_lock);
+        s->spare_next = ito__rt.spares;
+        ito__rt.spares = s;
+        ito__rt.nspares++;
+        ito__spin_unlock(&ito__rt.spare_lock);
+        return false;
+    }
+    vp->act = s;
+    s->vp = vp;
+    atomic_store_explicit(&vp->kstate, (uintptr_t)s | ITO_KS_RUN, memory_order_relaxed);
+    /* Release pairs with the spare's acquire load in ito__activation_park. */
+    atomic_store_explicit(&s->park, 1, memory_order_release);
+    ito__futex_wake(&s->park, 1);
+    return true;
+}
+
+static void sleep_ns(uint64_t ns)
+{
+    struct timespec ts = { (time_t)(ns / 1000000000u), (long)(ns % 1000000000u) };
+    while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
+        ;
+}
+
+static void *monitor_main(void *arg)
+{
+    (void)arg;
+    /* Not pinned: it (and the spares it starts) may run on any usable CPU. */
+    int cpus[CPU_SETSIZE], n = ito__cpus_usable(cpus, CPU_SETSIZE);
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    for (int i = 0; i < n; i++)
+        CPU_SET(cpus[i], &set);
+    if (n > 0)
+        sched_setaffinity(0, sizeof set, &set);
+    /* Its sleeps are the hand-off latency: no timer slack (default 50 µs). */
+    prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+    uint64_t delay = ITO_MONITOR_MIN_NS;
+    bool woken = false;
+    provision();
+    for (;;) {
+        /* Woken by a call that just began: look at once, so that the next
+         * scan, one period on, can already hand it off. */
+        if (!woken)
+            sleep_ns(delay);
+        woken = false;
+        uint64_t now = ito__now_ns();
+        int in_kernel = 0;
+        bool fresh = false, acted = false;
+        for (int i = 0; i < ito__rt.nvprocs; i++) {
+            struct ito__vproc *vp = ito__rt.vprocs[i];
+            struct watch *w = &watches[i];
+            uintptr_t mark = atomic_load_explicit(&vp->kstate, memory_order_relaxed);
+            if ((mark & ITO_KS_MASK) != ITO_KS_KERNEL) {
+                w->since = 0;
+                continue;
+            }
+            in_kernel++;
+            uint64_t calls = atomic_load_explicit(&vp->kcalls, memory_order_relaxed);
+            if (!w->since || w->kcalls != calls) {
+                w->kcalls = calls;
+                w->since = now;
+                fresh = true;
+            } else if (now - w->since >= ITO_HANDOFF_NS && could_use(vp) && hand_off(vp, mark)) {
+                w->since = 0;
+                acted = true;
+            }
+        }
+        if (acted)
+            provision();
+        if (fresh || acted) {
+            delay = ITO_MONITOR_MIN_NS;
+        } else if (in_kernel) {
+            delay = delay * 2 > ITO_MONITOR_MAX_NS ? ITO_MONITOR_MAX_NS : delay * 2;
+        } else {
+            /* Nothing in the kernel: sleep until a blocking call begins. */
+            atomic_store_explicit(&ito__rt.monitor_asleep, 1, memory_order_relaxed);
+            ito__fence_heavy();
+            bool any = false;
+            for (int i = 0; i < ito__rt.nvprocs && !any; i++)
+                any = (atomic_load_explicit(&ito__rt.vprocs[i]->kstate, memory_order_relaxed) & ITO_KS_MASK) ==
+                      ITO_KS_KERNEL;
+            if (!any)
+                while (atomic_load_explicit(&ito__rt.monitor_asleep, memory_order_relaxed))
+                    ito__futex_wait(&ito__rt.monitor_asleep, 1, 0);
+            atomic_store_explicit(&ito__rt.monitor_asleep, 0, memory_order_relaxed);
+            delay = ITO_MONITOR_MIN_NS;
+            woken = !any;
+        }
+    }
+    return NULL;
+}
+
+int ito__monitor_init(void)
+{
+    ito__rt.activations = ito__env_int("ITO_ACTIVATIONS", 1, 0, 1, false) != 0;
+    long long dflt = ITO_MAX_ACTIVATIONS_DEFAULT;
+    if (dflt < 2LL * ito__rt.nvprocs)
+        dflt = 2LL * ito__rt.nvprocs;
+    ito__rt.max_activations = (int)ito__env_int("ITO_MAX_ACTIVATIONS", dflt, ito__rt.nvprocs, 1000000, false);
+    if (!ito__rt.activations)
+        return 0;
+    watches = calloc((size_t)ito__rt.nvprocs, sizeof *watches);
+    if (!watches)
+        return ENOMEM;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 64 * 1024);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_t t;
+    int e = pthread_create(&t, &attr, monitor_main, NULL);
+    pthread_attr_destroy(&attr);
+    if (!e)
+        pthread_setname_np(t, "ito-monitor");
+    return e;
+}

@@ -1,0 +1,72 @@
+/* Per-vproc io_uring rings: issuing requests for parked threads, reaping
+ * completions, and sleeping on completions and wake-ups together. See ring.c. */
+#ifndef ITO_KERNEL_RING_H
+#define ITO_KERNEL_RING_H
+
+#include <liburing.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/compiler.h"
+#include "base/spinlock.h"
+
+struct ito__thread;
+struct ito__vproc;
+
+struct ito__ring {
+    ito__spinlock lock;          /* the SQ, the CQ and every request's bookkeeping */
+    struct io_uring uring;       /* lock (the kernel side needs none) */
+    int evfd;                    /* eventfd that wakes the vproc sleeping on this ring */
+    bool ev_armed;               /* lock: a poll of evfd is in flight */
+    struct ito__vproc *vp;       /* owner (immutable) */
+};
+
+/* One operation of a parked thread: one or more SQEs whose user_data points
+ * here. Lives on the issuing thread's stack; every field but `thread` is
+ * protected by ring->lock. */
+struct ito__io_req {
+    struct ito__thread *thread;
+    struct ito__ring *ring;
+    int res;                     /* result of the first completion */
+    unsigned pending;            /* completions still to come */
+    bool got;                    /* res is set */
+    bool parked;                 /* the thread waits for this request */
+    bool wake_first;             /* wake at the first completion, not the last */
+};
+
+/* Set up the rings (one per vproc) unless ITO_IO_URING=0 or the kernel lacks
+ * what ito needs; false if I/O runs without rings. Before activations start. */
+bool ito__rings_init(void);
+/* Whether ito threads' I/O goes through the rings. */
+extern bool ito__rings_on;
+
+/* A free SQE of `ring` (locked by the caller), submitting if the SQ is full. */
+struct io_uring_sqe *ito__ring_sqe(struct ito__ring *ring);
+/* With ring->lock held and req's SQEs prepared (req->pending set): submit
+ * them and park the calling thread until req completes (all completions, or
+ * the first with wake_first). Releases the lock. MAY SWITCH. */
+void ito__ring_wait(struct ito__ring *ring, struct ito__io_req *req);
+/* Submit without waiting (ring->lock held). */
+void ito__ring_submit(struct ito__ring *ring);
+
+/* Completions are waiting on `ring` (a hint, read without the lock). */
+static inline bool ito__ring_ready(struct ito__ring *ring)
+{
+    /* Acquire pairs with the kernel's release store of the CQ tail. */
+    unsigned tail = __atomic_load_n(ring->uring.cq.ktail, __ATOMIC_ACQUIRE);
+    unsigned head = __atomic_load_n(ring->uring.cq.khead, __ATOMIC_RELAXED);
+    return tail != head ||
+           (__atomic_load_n(ring->uring.sq.kflags, __ATOMIC_RELAXED) & IORING_SQ_CQ_OVERFLOW);
+}
+/* Reap ring's completions, making their threads ready on the caller's vproc.
+ * With `try`, give up if another vproc is reaping. Returns how many threads
+ * were made ready. */
+unsigned ito__ring_reap(struct ito__ring *ring, bool try);
+/* The idle vproc vp sleeps until a completion arrives on its ring, someone
+ * kicks it (ito__ring_kick), or CLOCK_MONOTONIC reaches deadline (0: none).
+ * Returns how many threads the completions made ready. */
+unsigned ito__ring_sleep(struct ito__vproc *vp, uint64_t deadline);
+/* Wake the vproc sleeping on ring. */
+void ito__ring_kick(struct ito__ring *ring);
+
+#endif
