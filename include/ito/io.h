@@ -22,9 +22,8 @@
  * library; the signal goes to the kernel thread carrying the vproc, so a
  * process that wants per-thread handling should ignore SIGPIPE. Socket
  * timeouts (SO_RCVTIMEO, SO_SNDTIMEO) are honoured. The calls are not
- * interrupted by signals. Two rare forms make the plain call bracketed the
- * same way: ito_recv with both MSG_PEEK and MSG_WAITALL, and ito_connect on a
- * socket with SO_SNDTIMEO set.
+ * interrupted by signals. One rare form makes the plain call bracketed the
+ * same way: ito_recv with both MSG_PEEK and MSG_WAITALL.
  */
 #ifndef ITO_IO_H
 #define ITO_IO_H

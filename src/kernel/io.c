@@ -22,8 +22,7 @@
  * Foreign kernel threads, and every thread when the rings are off, make the
  * plain system call — inside ito_blocking_begin/end (kernel/blocking.c), so
  * that a call that blocks hands its vproc on. So do the two forms io_uring
- * cannot do exactly (recv with MSG_PEEK|MSG_WAITALL, connect with a socket
- * timeout).
+ * cannot do exactly (recv with MSG_PEEK|MSG_WAITALL).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -370,12 +369,9 @@ ITO_API int ito_connect(int fd, const struct sockaddr *addr, socklen_t addrlen)
     int nb = ring ? nonblocking(fd) : 1;
     if (nb < 0)
         return -1;
-    if (nb || sock_timeout(fd, SO_SNDTIMEO))
-        /* An expired SO_SNDTIMEO leaves a connection in progress whose
-         * answer depends on the protocol (EINPROGRESS, EAGAIN): the plain
-         * call, as a blocking call (a non-blocking one returns at once). */
-        return ITO_BLOCKING(connect(fd, addr, addrlen));
-    uint64_t timeout = 0;
+    if (nb)
+        return ring ? connect(fd, addr, addrlen) : ITO_BLOCKING(connect(fd, addr, addrlen));
+    uint64_t timeout = sock_timeout(fd, SO_SNDTIMEO);
     struct __kernel_timespec ts;
     struct ito__io_req req = REQ_INIT(ring);
     ito__spin_lock(&ring->lock);
@@ -383,7 +379,16 @@ ITO_API int ito_connect(int fd, const struct sockaddr *addr, socklen_t addrlen)
     io_uring_prep_connect(sqe, fd, addr, addrlen);
     io_uring_sqe_set_data(sqe, &req);
     link_timeout(ring, sqe, timeout, &ts);
-    int res = timed_res(ring_one(ring, &req), timeout);
+    int res = ring_one(ring, &req);
+    if (timeout && (res == -ECANCELED || res == -EINTR)) {
+        /* SO_SNDTIMEO expired: the kernel's connect(2) then answers
+         * EINPROGRESS for TCP (the handshake goes on) and EAGAIN for a Unix
+         * socket (the listener's backlog stayed full). */
+        int domain = 0;
+        socklen_t len = sizeof domain;
+        getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len);
+        res = domain == AF_UNIX ? -EAGAIN : -EINPROGRESS;
+    }
     return res < 0 ? (int)fail(-res) : 0;
 }
 
