@@ -30,7 +30,8 @@ import subprocess
 import sys
 import time
 
-EXPERIMENTS = ["nullfork", "forkmany", "fork1000", "yield", "signalwait", "nbody", "matmul", "memory"]
+EXPERIMENTS = ["nullfork", "forkmany", "fork1000", "yield", "signalwait", "kpingpong", "handoff", "nbody", "fig3",
+               "matmul", "memory", "echo"]
 
 TITLES = {
     "nullfork": "Null fork: create + join of an empty thread",
@@ -38,9 +39,13 @@ TITLES = {
     "fork1000": "1,000 forks: create 1,000 threads, then join them all",
     "yield": "Yield: 100,000 yields between two threads on one processor",
     "signalwait": "Signal-wait: mutex + condition ping-pong, round trip",
+    "kpingpong": "Signal-wait through the kernel: blocking read/write ping-pong, round trip",
+    "handoff": "Hand-off: a processor lost to a blocked kernel call, until another thread runs on it",
     "nbody": "Barnes-Hut N-body: speedup vs processors",
+    "fig3": "N-body behind a buffer cache: run time vs the share of the data in memory",
     "matmul": "Matrix multiply",
     "memory": "Memory: resident memory per blocked thread",
+    "echo": "Echo server: one thread per connection, closed-loop load",
 }
 
 SOURCES = {
@@ -49,9 +54,13 @@ SOURCES = {
     "fork1000": "seed 003 Table 1 (1,000 thread-forks)",
     "yield": "seed 003 Table 2 (100,000 thread-yields)",
     "signalwait": "seed 000 Table 4 (signal-wait)",
+    "kpingpong": "seed 000 section 5.2 (signal-wait through the kernel)",
+    "handoff": "seed 000 Table 2 (the \"activation has blocked\" event)",
     "nbody": "seed 000 Fig. 2 (N-body speedup)",
+    "fig3": "seed 000 Fig. 3 (N-body run time vs available memory, 50 ms misses)",
     "matmul": "seed 001 Figs. 4 and 5 (matrix multiply)",
     "memory": "the issue's 1,000,000-thread target",
+    "echo": "the issue's server target (thread per connection, 10,000 connections)",
 }
 
 
@@ -255,7 +264,7 @@ class Config:
     """One configuration of one experiment: a command line, repeated."""
 
     def __init__(self, exp, key, impl, label, prog, args, cpus, metric, unit, reps, timeout=120,
-                 pair=None, x=None, scale=1.0, group=None):
+                 pair=None, x=None, scale=1.0, group=None, load_cpus=None, env=None):
         self.exp = exp
         self.key = key            # unique within the run
         self.impl = impl          # ito | pthread | seq
@@ -271,17 +280,28 @@ class Config:
         self.pair = pair          # key of the pthread configuration to compare with
         self.x = x                # plot coordinate (size, threads, vprocs)
         self.group = group        # sub-table (matmul: fig4 / fig5)
+        self.load_cpus = load_cpus or cpus   # CPUs the run keeps busy (echo: server + client)
+        self.env = env or {}      # environment variables set for this configuration only
         self.runs = []            # dicts: rep, rc, wall_s, data, error
 
     def argv(self, build):
         return [os.path.join(build, "bench", self.prog)] + [str(a) for a in self.args]
 
+    def cmdline(self, build=None):
+        """The command line as a shell would read it, this configuration's environment first."""
+        argv = self.argv(build) if build else [self.prog] + [str(a) for a in self.args]
+        return " ".join(["%s=%s" % kv for kv in sorted(self.env.items())] + argv)
+
     def ok_runs(self):
-        return [r for r in self.runs if not r["error"]]
+        return [r for r in self.runs if not r["error"] and not r.get("skipped")]
+
+    def skipped(self):
+        """Why the program declined to measure (a system limit), or None."""
+        return next((r["skipped"] for r in self.runs if r.get("skipped")), None)
 
     def load(self, r):
         """Fraction of this run's CPUs that other processes kept busy."""
-        return r.get("other_load_cpus", 0.0) / max(1, self.cpus)
+        return r.get("other_load_cpus", 0.0) / max(1, self.load_cpus)
 
     def quiet_runs(self):
         return [r for r in self.ok_runs() if self.load(r) < LOADED_FRACTION]
@@ -300,6 +320,8 @@ class Config:
 
     def needs_more(self):
         """Another run replaces a loaded one, up to twice the repetitions."""
+        if self.skipped():
+            return False
         done = len(self.quiet_runs()) + len(self.failures())
         return len(self.runs) < self.reps or (done < self.reps and len(self.runs) < 2 * self.reps)
 
@@ -318,10 +340,15 @@ class Config:
     def median(self):
         return self.stats()[0]
 
+    def field_stats(self, field):
+        """Median, min, max of another JSON field over the runs used."""
+        v = [r["data"][field] for r in self.used_runs() if field in r["data"]]
+        return (statistics.median(v), min(v), max(v)) if v else (None, None, None)
+
     def to_json(self):
         med, lo, hi = self.stats()
         return {"exp": self.exp, "key": self.key, "impl": self.impl, "label": self.label,
-                "argv": [self.prog] + [str(a) for a in self.args], "cpus": self.cpus,
+                "argv": [self.prog] + [str(a) for a in self.args], "env": self.env, "cpus": self.cpus,
                 "metric": self.metric, "unit": self.unit, "scale": self.scale, "group": self.group,
                 "x": self.x, "pair": self.pair, "reps": self.reps, "median": med, "min": lo, "max": hi,
                 "failures": len(self.failures()), "used_reps": [r["rep"] for r in self.used_runs()],
@@ -347,15 +374,18 @@ def run_one(cfg, build, env, affinity):
     rec = {"rep": len(cfg.runs) + 1, "rc": None, "wall_s": None, "data": None, "error": None, "stderr": "",
            "loadavg": read_first("/proc/loadavg")}
     ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    used_cpus = affinity[:max(1, cfg.cpus)]   # ito pins vproc i, pthreads use the first N
+    used_cpus = affinity[:max(1, cfg.load_cpus)]   # ito pins vproc i, pthreads use the first N
     busy0 = cpu_busy_s(used_cpus)
     try:
-        p = subprocess.run(argv, capture_output=True, text=True, timeout=cfg.timeout, env=env)
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=cfg.timeout,
+                           env=dict(env, **cfg.env) if cfg.env else env)
         rec["rc"] = p.returncode
         rec["stderr"] = p.stderr[-2000:]
         rec["data"] = parse_json_line(p.stdout)
         if rec["data"] and "error" in rec["data"]:
             rec["error"] = rec["data"]["error"]
+        elif rec["data"] and rec["data"].get("skipped") and p.returncode == 0:
+            rec["skipped"] = rec["data"].get("skip_reason", "skipped")   # a system limit: not measured
         elif p.returncode < 0:
             rec["error"] = "killed by signal %d" % -p.returncode
         elif p.returncode != 0:
@@ -515,6 +545,33 @@ def build_configs(exp, ncpu, full, reps_override, extra):
             cs.append(Config(exp, "signalwait/raw/cross", "raw", "hardware floor: 1 cache line, 2 CPUs",
                              "signalwait", ["--impl", "raw", "--placement", "cross", "--n", 2000000], 2,
                              "ns_per_roundtrip", "ns", R(11, 21)))
+    elif exp == "kpingpong":
+        # cross-CPU wake-ups cost tens of us on some VMs: fewer round trips there
+        for chan in ("pipe", "eventfd"):
+            for pl, c, n in (("same", 1, 50000 if full else 20000), ("cross", 2, 10000 if full else 2000)):
+                if c > ncpu:
+                    continue
+                where = "same CPU" if pl == "same" else "2 CPUs (one each)"
+                common = ["--chan", chan, "--placement", pl, "--n", n]
+                pk = "kpingpong/pthread/%s/%s" % (chan, pl)
+                cs.append(Config(exp, pk, "pthread", "%s, %s" % (chan, where), "kpingpong",
+                                 ["--impl", "pthread"] + common, c, "ns_per_roundtrip", "ns", R(7, 15),
+                                 timeout=60 if full else 20))
+                cs.append(Config(exp, "kpingpong/ito/%s/%s" % (chan, pl), "ito",
+                                 "%s, %s" % (chan, "1 vproc" if pl == "same" else "vprocs 0 and 1 of 2"),
+                                 "kpingpong", ["--impl", "ito"] + common, c, "ns_per_roundtrip", "ns",
+                                 R(7, 15), timeout=60 if full else 20, pair=pk))
+    elif exp == "echo":
+        # the server on all CPUs but one, the load generator (one thread) on that one
+        srv = max(1, ncpu - 1)
+        timing = ["--warmup-ms", 1000, "--duration-ms", 5000] if full else ["--warmup-ms", 500, "--duration-ms", 1500]
+        for conns in (100, 1000, 10000):
+            pk = "echo/pthread/%d" % conns
+            for impl in ("pthread", "ito"):
+                cs.append(Config(exp, "echo/%s/%d" % (impl, conns), impl, "%s connections" % format(conns, ","),
+                                 "echo", ["--impl", impl, "--cpus", srv, "--conns", conns] + timing, srv,
+                                 "msgs_per_s", "msg/s", R(3, 5), timeout=120, x=conns,
+                                 pair=pk if impl == "ito" else None, load_cpus=min(ncpu, srv + 1)))
     elif exp == "nbody":
         n, steps = (100000, 5) if full else (20000, 3)
         common = ["--n", n, "--steps", steps]
@@ -528,6 +585,34 @@ def build_configs(exp, ncpu, full, reps_override, extra):
             cs.append(Config(exp, "nbody/ito/%d" % c, "ito", vp_label(c), "nbody",
                              ["--impl", "ito", "--cpus", c] + common, c, "seconds", "ns", reps,
                              scale=1e9, x=c, timeout=600, pair="nbody/pthread/%d" % c))
+    elif exp == "fig3":
+        # T = 4 threads per CPU, one per chunk of bodies; every miss blocks 50 ms in nanosleep.
+        # Activations on is said explicitly, so an ITO_ACTIVATIONS=0 in the caller's environment
+        # cannot turn the comparison into off vs off.
+        fits = [1.0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4] if full else [1.0, 0.9, 0.75, 0.5]
+        common = ["--cpus", ncpu, "--threads", 4 * ncpu, "--n", 16000, "--pages", 20, "--steps", 2 if full else 1]
+        for fit in fits:
+            pk = "fig3/pthread/%g" % fit   # a pthread run never calls ito: one run serves both miss modes
+            cs.append(Config(exp, pk, "pthread", "fit %g" % fit, "nbodycache", ["--impl", "pthread", "--fit", fit]
+                             + common, ncpu, "seconds", "ns", R(3, 5), scale=1e9, x=fit, timeout=120))
+            for miss in ("annotated", "plain"):
+                for act in ("1", "0"):
+                    cs.append(Config(exp, "fig3/ito%s/%s/%g" % ("" if act == "1" else "-noact", miss, fit), "ito",
+                                     "fit %g, %s misses%s" % (fit, miss, "" if act == "1" else ", ITO_ACTIVATIONS=0"),
+                                     "nbodycache", ["--impl", "ito", "--fit", fit, "--miss", miss] + common, ncpu,
+                                     "seconds", "ns", R(3, 5), scale=1e9, x=fit, group=miss, timeout=120,
+                                     pair=pk, env={"ITO_ACTIVATIONS": act}))
+    elif exp == "handoff":
+        # one processor; A blocks in nanosleep(2 ms) right after making B ready
+        common = ["--n", 1000 if full else 200, "--block-us", 2000]
+        cs.append(Config(exp, "handoff/pthread", "pthread", "kernel switch (both pinned to 1 CPU)", "handoff",
+                         ["--impl", "pthread"] + common, 1, "p50_us", "ns", R(5, 9), scale=1e3, timeout=60))
+        cs.append(Config(exp, "handoff/ito", "ito", "1 vproc, ITO_BLOCKING (activations on)", "handoff",
+                         ["--impl", "ito"] + common, 1, "p50_us", "ns", R(5, 9), scale=1e3, timeout=60,
+                         pair="handoff/pthread", env={"ITO_ACTIVATIONS": "1"}))
+        cs.append(Config(exp, "handoff/ito-noact", "ito", "1 vproc, ITO_ACTIVATIONS=0 (the call keeps it)",
+                         "handoff", ["--impl", "ito"] + common, 1, "p50_us", "ns", R(3, 5), scale=1e3, timeout=60,
+                         pair="handoff/pthread", env={"ITO_ACTIVATIONS": "0"}))
     elif exp == "matmul":
         sizes = [128, 256, 384, 512, 768, 1024] if full else [128, 256, 512]
         reps = R(5, 9)
@@ -581,7 +666,70 @@ TARGETS = [
      "-"),
     ("memory", "memory", "memory/ito", "<=", 16, "KiB",
      "1,000,000 threads blocked at once: <= 16 KiB resident per thread", "-"),
+    # relative to POSIX threads measured in the same run (value: ito / pthread)
+    ("kpp_same", "kpingpong", "kpingpong/ito/pipe/same", "<=", 1.0, "x",
+     "kernel signal-wait (pipe), 1 vproc: ito round trip <= POSIX threads' (ito/pthread)", "-"),
+    ("kpp_cross", "kpingpong", "kpingpong/ito/pipe/cross", "<=", 1.0, "x",
+     "kernel signal-wait (pipe), 2 vprocs: ito round trip <= POSIX threads' (ito/pthread)", "-"),
+    ("echo_tput", "echo", "echo/ito/10000", ">=", 1.3, "x",
+     "echo server, 10,000 connections: ito throughput >= 1.3x POSIX threads' (ito/pthread)", "-"),
+    ("echo_p99", "echo", "echo/ito/10000", "<=", 1.0, "x",
+     "echo server, 10,000 connections: ito p99 latency <= POSIX threads' (ito/pthread)", "-"),
+    ("handoff", "handoff", "handoff/ito", "<=", 100000, "ns",
+     "hand-off of a vproc blocked in an ITO_BLOCKING call: p50 <= 100 us", "-"),
+    # Fig. 3: run time ratios (fig3_value)
+    ("fig3_ann_pt", "fig3", None, "<=", 1.10, "x",
+     "Fig. 3, annotated misses: ito within 10 % of POSIX threads at every fit (worst ito/pthread time)", "-"),
+    ("fig3_ann_act", "fig3", None, ">=", 1.5, "x",
+     "Fig. 3, annotated misses, lowest fit: ito >= 1.5x faster than ITO_ACTIVATIONS=0 (off/on time)", "-"),
+    ("fig3_plain_pt", "fig3", None, "<=", 1.10, "x",
+     "Fig. 3, un-annotated misses: ito within 10 % of POSIX threads at every fit (worst ito/pthread time)", "-"),
+    ("fig3_plain_act", "fig3", None, ">=", 1.5, "x",
+     "Fig. 3, un-annotated misses, lowest fit: ito >= 1.5x faster than ITO_ACTIVATIONS=0 (off/on time)", "-"),
 ]
+
+# the figure a relative target compares, and how it reads in a table
+RELATIVE = {"kpp_same": ("ns_per_roundtrip", "ito <= pthread"), "kpp_cross": ("ns_per_roundtrip", "ito <= pthread"),
+            "echo_tput": ("msgs_per_s", ">= 1.3x pthread"), "echo_p99": ("p99_us", "p99 <= pthread")}
+
+
+def relative_value(by_key, key, field):
+    """ito's median of `field` over the paired POSIX-threads median."""
+    i = by_key.get(key)
+    p = by_key.get(i.pair) if i else None
+    if not i or not p:
+        return None
+    a, b = i.field_stats(field)[0], p.field_stats(field)[0]
+    return a / b if a is not None and b else None
+
+
+def median_ratio(by_key, a, b):
+    """Median of configuration a over the median of configuration b."""
+    a, b = by_key.get(a), by_key.get(b)
+    ma, mb = (a.median() if a else None), (b.median() if b else None)
+    return ma / mb if ma is not None and mb else None
+
+
+def fig3_keys(miss, fit):
+    """ito with activations, ito with ITO_ACTIVATIONS=0, POSIX threads."""
+    return "fig3/ito/%s/%g" % (miss, fit), "fig3/ito-noact/%s/%g" % (miss, fit), "fig3/pthread/%g" % fit
+
+
+def fig3_value(by_key, tid):
+    """(value, configuration keys involved, note) of a Fig. 3 target."""
+    miss = "annotated" if tid.startswith("fig3_ann") else "plain"
+    fits = sorted({c.x for c in by_key.values() if c.exp == "fig3"})
+    if not fits:
+        return None, [], ""
+    if tid.endswith("_pt"):   # the worst fit
+        rs = [(median_ratio(by_key, fig3_keys(miss, f)[0], fig3_keys(miss, f)[2]), f) for f in fits]
+        keys = [k for f in fits for k in fig3_keys(miss, f)[::2]]
+        if any(r is None for r, _ in rs):
+            return None, keys, ""
+        r, f = max(rs)
+        return r, keys, "worst at fit %g" % f
+    i, off, _ = fig3_keys(miss, fits[0])
+    return median_ratio(by_key, off, i), [i, off], "fit %g" % fits[0]
 
 
 def nbody_speedup(by_key, impl, c):
@@ -606,11 +754,25 @@ def evaluate_targets(by_key, ran):
             out.append(t)
             continue
         failed = short = False
-        if tid == "nbody2":
+        keys = None
+        if tid.startswith("fig3_"):
+            v, keys, t["note"] = fig3_value(by_key, tid)
+            failed = any(by_key[k].failures() for k in keys if k in by_key)
+        elif tid == "nbody2":
             v = nbody_speedup(by_key, "ito", 2)[0]
             failed = any(by_key[k].failures() for k in ("nbody/seq", "nbody/ito/2") if k in by_key)
             if "nbody/ito/2" not in by_key:
                 t["note"] = "needs 2 CPUs"
+        elif tid in RELATIVE:
+            v = relative_value(by_key, key, RELATIVE[tid][0])
+            cfg = by_key.get(key)
+            pcfg = by_key.get(cfg.pair) if cfg else None
+            failed = bool(cfg and cfg.failures() or pcfg and pcfg.failures())
+            why = [c.skipped() for c in (cfg, pcfg) if c and c.skipped()]
+            if cfg is None:
+                t["note"] = "needs 2 CPUs"
+            elif why:
+                t["note"] = "skipped: " + why[0]
         elif tid == "matmul4096":
             a, b = by_key.get("matmul/fig5/ito/4"), by_key.get("matmul/fig5/ito/4096")
             v = None
@@ -630,8 +792,10 @@ def evaluate_targets(by_key, ran):
                     t["note"] = "measured with %s threads only (memory)" % format(min(counts), ",")
                     short = True
         t["value"] = v
-        involved = {"nbody2": ["nbody/seq", "nbody/ito/2"],
-                    "matmul4096": ["matmul/fig5/ito/4", "matmul/fig5/ito/4096"]}.get(tid, [key])
+        involved = keys or {"nbody2": ["nbody/seq", "nbody/ito/2"],
+                            "matmul4096": ["matmul/fig5/ito/4", "matmul/fig5/ito/4096"]}.get(tid, [key])
+        if tid in RELATIVE and key in by_key:
+            involved = [key, by_key[key].pair]
         loaded = [k for k in involved if k in by_key and any(
             by_key[k].load(r) >= LOADED_FRACTION for r in by_key[k].used_runs())]
         if loaded:
@@ -668,6 +832,8 @@ def target_str(t):
     if t is None:
         return ""
     thr = t["threshold"]
+    if t["id"] in RELATIVE:
+        return RELATIVE[t["id"]][1]
     if t["unit"] == "ns":
         s = "%s %s" % (t["op"], fmt_ns(thr))
     elif t["unit"] == "KiB":
@@ -726,14 +892,16 @@ def notes_for(cfg):
     if cfg.exp == "yield":
         ns = max(r["data"].get("no_switch", 0) for r in ok)
         notes.append("yields without a switch: <= %d" % ns)
-    if cfg.exp == "signalwait" and cfg.impl == "ito":
+    if cfg.exp in ("signalwait", "kpingpong") and cfg.impl == "ito":
         mis = [r["data"]["misplaced"] / max(1, r["data"]["placement_checks"]) for r in ok]
         notes.append("off its vproc: %.0f%% of checks (median)" % (100 * statistics.median(mis)))
+    if cfg.impl == "ito" and d.get("io_uring") is False:
+        notes.append("io_uring OFF: plain blocking calls")
     if cfg.impl == "ito" and "switches" in d:
         ops = d.get("n", d.get("count"))
         if ops:
             notes.append("switches/op %.2f" % statistics.median([r["data"]["switches"] / ops for r in ok]))
-    if cfg.impl == "ito" and "steals" in d and cfg.exp != "signalwait":
+    if cfg.impl == "ito" and "steals" in d and cfg.exp not in ("signalwait", "kpingpong"):
         notes.append("steals %d" % statistics.median([r["data"].get("steals", 0) for r in ok]))
     return "; ".join(notes)
 
@@ -836,6 +1004,98 @@ def matmul_tables(cfgs, by_key, targets, ncpu):
     return (h4, r4), (h5, r5)
 
 
+def echo_table(cfgs, by_key, targets):
+    headers = ["connections", "ito msg/s (min-max)", "pthread msg/s (min-max)", "ito/pthread", "ito p50",
+               "pthread p50", "ito p99 (min-max)", "pthread p99 (min-max)", "p99 ito/pthread", "target", "met",
+               "notes"]
+    tt = [next((x for x in targets if x["id"] == i), None) for i in ("echo_tput", "echo_p99")]
+    rows = []
+
+    def rng(m, lo, hi, f):
+        return "%s (%s - %s)" % (f(m), f(lo), f(hi)) if m is not None else "-"
+
+    def rate(v):
+        return "%.0fk" % (v / 1e3) if v >= 1e4 else "%.0f" % v
+
+    def us(v):
+        return fmt_ns(v * 1e3)
+
+    for conns in sorted({c.x for c in cfgs}):
+        i, p = by_key.get("echo/ito/%d" % conns), by_key.get("echo/pthread/%d" % conns)
+        iq, pq = i.field_stats("msgs_per_s"), p.field_stats("msgs_per_s")
+        i50, p50 = i.field_stats("p50_us")[0], p.field_stats("p50_us")[0]
+        i99, p99 = i.field_stats("p99_us"), p.field_stats("p99_us")
+        notes = []
+        for c in (i, p):
+            for what in (c.skipped() and "skipped: " + c.skipped(), status_str(c), disturbed_str(c)):
+                if what:
+                    notes.append("%s: %s" % (c.impl, what))
+            fair = c.field_stats("fairness")[0]
+            if fair is not None:
+                notes.append("%s fairness %.2f, stalled conns %d, setup %.2f s" % (
+                    c.impl, fair, c.field_stats("stalled_conns")[0], c.field_stats("setup_s")[0]))
+        last = conns == 10000
+        rows.append([format(conns, ","), rng(*iq, rate), rng(*pq, rate),
+                     fmt_ratio(iq[0] / pq[0]) if iq[0] and pq[0] else "-",
+                     us(i50) if i50 is not None else "-", us(p50) if p50 is not None else "-",
+                     rng(*i99, us), rng(*p99, us), fmt_ratio(i99[0] / p99[0]) if i99[0] and p99[0] else "-",
+                     "; ".join(target_str(t) for t in tt if t) if last else "",
+                     " / ".join(met_str(t) for t in tt if t) if last else "", "; ".join(notes)])
+    return headers, rows
+
+
+def fig3_table(miss, cfgs, by_key, targets):
+    """One miss mode: run time of the three implementations per fit."""
+    headers = ["fit (pages in cache)", "pthread (min-max)", "ito (min-max)", "ito ACT=0 (min-max)", "ito/pthread",
+               "within 10 %", "ACT=0/ito", ">= 1.5x", "misses pthread / ito / ACT=0",
+               "most reads at once pthread / ito / ACT=0", "notes"]
+    tag = "ann" if miss == "annotated" else "plain"
+    t_act = next((x for x in targets if x["id"] == "fig3_%s_act" % tag), None)
+    fits = sorted({c.x for c in cfgs}, reverse=True)
+    rows = []
+
+    def cell(c):
+        m, lo, hi = c.stats() if c else (None, None, None)
+        return "%s (%s)" % (fmt_ns(m), fmt_range(lo, hi, "ns")) if m is not None else "-"
+
+    def field(cs, f):
+        return " / ".join("%g" % c.field_stats(f)[0] if c and c.field_stats(f)[0] is not None else "-" for c in cs)
+
+    for fit in fits:
+        ks = fig3_keys(miss, fit)
+        i, off, p = (by_key.get(k) for k in ks)
+        r_pt, r_act = median_ratio(by_key, ks[0], ks[2]), median_ratio(by_key, ks[1], ks[0])
+        notes = []
+        for c, who in ((p, "pthread"), (i, "ito"), (off, "ACT=0")):
+            for what in (status_str(c) if c else "", disturbed_str(c) if c else ""):
+                if what:
+                    notes.append("%s: %s" % (who, what))
+        d = next((r["data"] for c in (p, i, off) if c for r in c.ok_runs()), {})
+        low = fit == fits[-1]
+        rows.append(["%g (%s of %s)" % (fit, d.get("cache_pages", "?"), d.get("pages", "?")), cell(p), cell(i),
+                     cell(off), "%.2fx" % r_pt if r_pt else "-",
+                     ("MET" if r_pt <= 1.10 else "NOT MET") if r_pt else "not measured",
+                     "%.2fx" % r_act if r_act else "-", met_str(t_act) if low else "",
+                     field((p, i, off), "misses"), field((p, i, off), "max_inflight"), "; ".join(notes)])
+    return headers, rows
+
+
+def handoff_table(cfgs, by_key, targets):
+    headers = ["configuration", "impl", "p50 (min-max)", "p90", "p99", "max", "reps", "p50 / kernel floor", "target",
+               "met", "notes"]
+    rows = []
+    for c in cfgs:
+        med, lo, hi = c.stats()
+        pm = by_key[c.pair].median() if c.pair in by_key else None
+        t = target_of(targets, c.key)
+        us = [c.field_stats(f)[0] for f in ("p90_us", "p99_us", "max_us")]
+        note = "; ".join(x for x in (status_str(c), disturbed_str(c)) if x)
+        rows.append([c.label, c.impl, "%s (%s)" % (fmt_ns(med), fmt_range(lo, hi, "ns")) if med else "-"]
+                    + [fmt_ns(u * 1e3) if u is not None else "-" for u in us]
+                    + [reps_str(c), fmt_ratio(med / pm) if pm and med else "", target_str(t), met_str(t), note])
+    return headers, rows
+
+
 def load_line(cfgs, ncpu):
     """How busy the rest of the machine kept the CPUs during an experiment."""
     v = [(r["other_load_cpus"], r["wall_s"]) for c in cfgs for r in c.runs
@@ -865,6 +1125,34 @@ def experiment_tables(exp, cfgs, by_key, targets, ncpu):
         where = "on 1 CPU and on %s" % cpu_label(ncpu) if ncpu > 1 else "on the only CPU"
         return [("Fig. 4: 4 threads, run time vs matrix size, %s" % where, h4, r4),
                 ("Fig. 5: 512 x 512, run time vs thread count, on %s" % cpu_label(ncpu), h5, r5)]
+    if exp == "echo":
+        h, r = echo_table(cfgs, by_key, targets)
+        c = cfgs[0]
+        d = c.ok_runs()[0]["data"] if c.ok_runs() else {}
+        sub = ("64-byte messages, closed loop, %s warm-up + %s measured per run; server on %s, load generator "
+               "on %s" % ("%g s" % d["warmup_s"] if d else "?", "%g s" % d["duration_s"] if d else "?",
+                          cpu_label(c.cpus), "another CPU" if c.load_cpus > c.cpus else "the same CPUs"))
+        return [(sub, h, r)]
+    if exp == "fig3":
+        c = cfgs[0]
+        d = c.ok_runs()[0]["data"] if c.ok_runs() else {}
+        out = []
+        for miss in ("annotated", "plain"):
+            h, r = fig3_table(miss, [x for x in cfgs if x.group in (miss, None)], by_key, targets)
+            out.append(("%s misses (%s): %s bodies in %s pages, %s step(s), %s threads on %s; a miss sleeps %s ms "
+                        "in the kernel; times: median (min-max); ratios of medians; misses and most reads at once "
+                        "(threads in a miss's nanosleep together): medians" % (
+                            miss, "ITO_BLOCKING(nanosleep)" if miss == "annotated" else "bare nanosleep, not "
+                            "bracketed", format(d.get("n", 0), ","), d.get("pages", "?"), d.get("steps", "?"),
+                            d.get("threads", "?"), cpu_label(c.cpus), d.get("miss_ms", "?")), h, r))
+        return out
+    if exp == "handoff":
+        h, r = handoff_table(cfgs, by_key, targets)
+        c = cfgs[0]
+        d = c.ok_runs()[0]["data"] if c.ok_runs() else {}
+        return [("latency from A entering nanosleep(%s us) (B already made ready) to B running on the same "
+                 "processor; %s samples per run; p90, p99, max: medians over the runs" % (
+                     d.get("block_us", "?"), d.get("n", "?")), h, r)]
     h, r = micro_table(exp, cfgs, by_key, targets)
     return [("", h, r)]
 
@@ -894,14 +1182,16 @@ def plots(report, by_key, cfgs_by_exp, ncpu, cpu_model):
 
     # microbenchmarks: log-scale bars, ito vs pthread
     micro = []
-    for exp in ("nullfork", "forkmany", "fork1000", "yield", "signalwait"):
+    for exp in ("nullfork", "forkmany", "fork1000", "yield", "signalwait", "kpingpong"):
         for c in cfgs_by_exp.get(exp, []):
             if c.impl == "ito" and c.pair in by_key and c.median() and by_key[c.pair].median():
                 if exp == "yield" and c.cpus != 1:
                     continue
                 name = {"nullfork": "null fork", "forkmany": "fork-many\n/thread", "fork1000": "1000 forks\n/thread",
-                        "yield": "yield", "signalwait": "signal-wait"}[exp]
-                if exp == "signalwait":
+                        "yield": "yield", "signalwait": "signal-wait", "kpingpong": "kernel s-w"}[exp]
+                if exp == "kpingpong":
+                    name += " " + c.key.split("/")[2]
+                if exp in ("signalwait", "kpingpong"):
                     name += "\n" + ("same vproc/CPU" if c.key.endswith("same") else "across 2")
                 else:
                     name += "\n%s" % cpu_label(c.cpus)
@@ -953,6 +1243,33 @@ def plots(report, by_key, cfgs_by_exp, ncpu, cpu_model):
         ax.legend()
         ax.grid(alpha=0.3)
         save(fig, "nbody_speedup.png")
+
+    # N-body behind a buffer cache (seed 000 Fig. 3): run time vs fit, one panel per miss mode
+    f3 = cfgs_by_exp.get("fig3", [])
+    if any(c.ok_runs() for c in f3):
+        fig, axs = plt.subplots(1, 2, figsize=(11, 4.4), sharey=True)
+        fits = sorted({c.x for c in f3})
+        for ax, miss in zip(axs, ("annotated", "plain")):
+            for idx, color, label in ((2, "tab:orange", "POSIX threads"), (0, "tab:blue", "ito (activations)"),
+                                      (1, "tab:red", "ito, ITO_ACTIVATIONS=0")):
+                pts = [by_key.get(fig3_keys(miss, f)[idx]) for f in fits]
+                pts = [c for c in pts if c and c.median()]
+                if pts:
+                    ax.errorbar([100 * c.x for c in pts], [c.median() / 1e9 for c in pts],
+                                yerr=[[(c.median() - c.stats()[1]) / 1e9 for c in pts],
+                                      [(c.stats()[2] - c.median()) / 1e9 for c in pts]],
+                                marker="o", capsize=3, color=color, label=label)
+            ax.set_xlabel("data in the buffer cache (%)")
+            ax.set_title("misses " + ("in ITO_BLOCKING" if miss == "annotated" else "not annotated"), fontsize=9)
+            ax.set_ylim(bottom=0)
+            ax.grid(alpha=0.3)
+            ax.legend()
+        axs[0].set_ylabel("run time (s)")
+        d = next(r["data"] for c in f3 for r in c.ok_runs())
+        fig.suptitle("N-body behind a buffer cache, a miss blocks %d ms in the kernel (seed 000 Fig. 3): %s bodies, "
+                     "%d threads on %s (median, min-max)\n%s" % (d["miss_ms"], format(d["n"], ","), d["threads"],
+                                                                   cpu_label(f3[0].cpus), machine), fontsize=9)
+        save(fig, "fig3.png")
 
     # matmul Fig. 4
     mm = cfgs_by_exp.get("matmul", [])
@@ -1009,6 +1326,34 @@ def plots(report, by_key, cfgs_by_exp, ncpu, cpu_model):
         ax.grid(alpha=0.3, which="both")
         save(fig, "matmul_threads.png")
 
+    # echo server: throughput and p99 vs connections
+    ec = cfgs_by_exp.get("echo", [])
+    if any(c.ok_runs() for c in ec):
+        fig, axs = plt.subplots(1, 2, figsize=(11, 4.4))
+        for impl, color, label in (("ito", "tab:blue", "ito"), ("pthread", "tab:orange", "POSIX threads")):
+            pts = sorted([c for c in ec if c.impl == impl and c.ok_runs()], key=lambda c: c.x)
+            for ax, field, scale in ((axs[0], "msgs_per_s", 1e-3), (axs[1], "p99_us", 1e-3)):
+                st = [c.field_stats(field) for c in pts]
+                ax.errorbar([c.x for c in pts], [m * scale for m, _, _ in st],
+                            yerr=[[(m - lo) * scale for m, lo, _ in st], [(hi - m) * scale for m, _, hi in st]],
+                            marker="o", capsize=3, color=color, label=label)
+        srv = ec[0]
+        for ax, ylabel in ((axs[0], "throughput (thousand messages/s)"), (axs[1], "p99 latency (ms, log scale)")):
+            ax.set_xscale("log")
+            ax.set_xticks([100, 1000, 10000])
+            ax.set_xticklabels(["100", "1,000", "10,000"])
+            ax.minorticks_off()
+            ax.set_xlabel("concurrent connections (one thread each)")
+            ax.set_ylabel(ylabel)
+            ax.grid(alpha=0.3, which="both")
+            ax.legend()
+        axs[0].set_ylim(bottom=0)
+        axs[1].set_yscale("log")
+        fig.suptitle("TCP echo server on loopback, 64-byte messages, closed loop (median, min-max); server on %s, "
+                     "load generator on %s\n%s" % (cpu_label(srv.cpus), "another CPU" if srv.load_cpus > srv.cpus
+                                                    else "the same CPUs", machine), fontsize=9)
+        save(fig, "echo.png")
+
     mem = [by_key.get("memory/ito"), by_key.get("memory/pthread")]
     if all(m and m.median() for m in mem):
         fig, ax = plt.subplots(figsize=(5, 4))
@@ -1045,9 +1390,13 @@ measures ito beside POSIX threads (glibc NPTL) in the same run:
 | 1,000 forks | seed 003 Table 1 | create 1,000 threads, then join them all; cost per thread (x1000 = the paper's figure) |
 | yield | seed 003 Table 2 | two threads on one processor yield to each other 100,000 times; cost per yield |
 | signal-wait | seed 000 Table 4 | two threads ping-pong through a mutex and condition variables; round trip, on one processor and across two |
+| hand-off | seed 000 Table 2 ("blocked" event) | one processor: thread A makes B ready, then blocks 2 ms in nanosleep inside ITO_BLOCKING; time until B runs (ito: the monitor hands the vproc to a spare kernel thread; POSIX threads: the kernel switches) |
+| N-body, buffer cache | seed 000 Fig. 3 | all-pairs N-body whose pages sit behind an LRU buffer cache holding a given share of them; a miss blocks 50 ms in nanosleep (in ITO_BLOCKING, or bare); 4 threads per CPU; ito with activations, with ITO_ACTIVATIONS=0, and POSIX threads; run time vs that share |
 | N-body | seed 000 Fig. 2 | Barnes-Hut simulation (2D); ito forks thousands of threads per step recursively, POSIX threads use one thread per CPU and a static partition; speedup over a sequential version; results checked bit for bit against it |
 | matrix multiply | seed 001 Figs. 4, 5 | C = A x B in doubles; Fig. 4: 4 threads, size varied, 1 CPU vs all; Fig. 5: 512 x 512, 1 to 4096 threads; results checked |
 | memory | the issue | resident memory per thread with 1,000,000 ito threads blocked at once (POSIX threads: up to 10,000) |
+| kernel signal-wait | seed 000 section 5.2 | two threads ping-pong a message through two pipes (or eventfds) with blocking reads and writes (ito: ito_read/ito_write on io_uring); round trip, on one processor and across two |
+| echo server | the issue | TCP echo server on loopback, one thread per connection, 100 / 1,000 / 10,000 connections of a closed-loop client (a separate process, the same for both); throughput and p99 latency |
 
 How to read the tables: each configuration ran several times, each time in a fresh process (`reps`:
 successful/total); the figure is the **median**, with the **min - max** beside it. **pthread/ito** is
@@ -1115,7 +1464,8 @@ def write_report(path, info, args, ran, cfgs_by_exp, by_key, targets, ncpu, pngs
         for f in failures:
             L.append("- `%s` rep %d: %s" % (f["argv"], f["rep"], f["error"]))
         L.append("")
-    figs = {"nullfork": None, "signalwait": "micro.png", "nbody": "nbody_speedup.png", "memory": "memory.png"}
+    figs = {"nullfork": None, "signalwait": "micro.png", "nbody": "nbody_speedup.png", "memory": "memory.png",
+            "echo": "echo.png", "fig3": "fig3.png"}
     for exp in ran:
         L.append("## %s\n" % TITLES[exp])
         L.append("Reproduces %s.\n" % SOURCES[exp])
@@ -1163,10 +1513,46 @@ EXP_NOTES = {
                   "(the mutex word, the condition's queue, the woken thread's state) each way.",
     "nbody": "Each parallel run's final positions are compared (hash) with the sequential run's: they must be "
              "bit-for-bit equal, else the run counts as failed.",
+    "handoff": "B waits on a semaphore; A notes the time, posts it and calls nanosleep (2 ms) inside "
+               "ito_blocking_begin/end; B notes when it runs. ito runs both on one vproc, so B can only run once the "
+               "monitor has seen A's call (after about 20 us) and handed the vproc to a spare kernel thread; with "
+               "ITO_ACTIVATIONS=0 B waits for the whole sleep. POSIX threads are both pinned to one CPU: the kernel "
+               "switches to B when A sleeps (the floor).",
+    "fig3": "bench/nbodycache: direct-sum 2D N-body; the bodies are split into pages behind an application-level "
+            "buffer cache (LRU, one lock: ito_mutex for ito, pthread_mutex for POSIX threads) holding the given "
+            "share of the pages, warm at the start. Each step forks one thread per chunk of bodies (4 per CPU); a "
+            "thread visits every page once in a pseudo-random order and adds its pull to each of its bodies. A miss "
+            "drops the lock and calls nanosleep(50 ms), inside ITO_BLOCKING (annotated) or bare (plain); a thread "
+            "that wants a page already being read waits for that read. ITO_ACTIVATIONS=0 makes ito ignore the "
+            "brackets, so a blocked miss holds its vproc (seed 000's FastThreads on kernel threads); ito does not "
+            "yet detect un-annotated blocking calls, so plain misses hold the vproc with activations on too. The "
+            "POSIX-threads row is one set of runs shown in both tables (a pthread run never calls ito). Misses "
+            "differ between implementations: when many reads are in flight at once, more threads find their page "
+            "already being read and wait for it instead of reading it again. Every run's final positions must be "
+            "bit-for-bit those of the first POSIX-threads run (same chunks, same order).",
     "matmul": "The time covers creating the threads, the multiplication and the joins. Thread t computes "
               "the t-th of T equal contiguous ranges of C's elements (whole rows while T <= n), each element "
               "a dot product with B stored transposed, so the work per element and its memory access do not "
               "change with T. Each result is verified by exact checksums.",
+    "kpingpong": "Each thread blocks in read until the other writes: ito threads park in ito_read on their vproc's "
+                 "io_uring ring (the vproc runs other threads or sleeps on the ring), POSIX threads block in the "
+                 "kernel. Placement as in signal-wait. Every message is checked. Across two CPUs the round trip "
+                 "is dominated by waking a sleeping CPU, which costs tens of microseconds on some virtual machines.",
+    "echo": "bench/echo starts bench/echoload (one kernel thread, epoll, non-blocking sockets) as a child "
+            "process and runs the server: an accept loop spawning one thread per connection (64 KiB stacks for "
+            "both), each receiving until end of file and sending back what it got; ito threads use "
+            "ito_accept/ito_recv/ito_send. The client connects in batches of 500 (each connection makes one "
+            "round trip before the next batch), loops during the warm-up, then counts the round trips that "
+            "complete in the window (throughput). Latency: every round trip under way at some moment of the "
+            "window, including those still in flight at its end (they complete after it, with no new load), "
+            "so a connection the server starves counts with the time it waited (log-linear histogram, < 3 % "
+            "error); a starved connection's wait, hence p99, grows with the length of the run. Every echo is "
+            "checked byte for byte, and the server's bytes echoed must equal the client's bytes sent. "
+            "\"fairness\" is Jain's index of round trips per connection in the window (1: equal; "
+            "1/connections: one got all), \"stalled\" the connections that completed none in it; in a closed "
+            "loop the mean latency is connections / throughput whatever the server does. A point "
+            "that a system limit (RLIMIT_NOFILE, ephemeral ports, RLIMIT_NPROC) does not allow is skipped "
+            "and says so.",
     "memory": "VmRSS after all threads block, minus VmRSS before creating them, divided by the count. "
               "VmRSS does not include the kernel's own 16 KiB stack per kernel thread, so the POSIX-threads "
               "figure understates their cost. The count is lowered (and the target not met) only if the "
@@ -1208,7 +1594,8 @@ def main():
         if bad:
             ap.error("unknown experiment(s) %s; choose from %s" % (", ".join(bad), ", ".join(EXPERIMENTS)))
         ran = [e for e in EXPERIMENTS if e in ran]
-    missing = [p for p in ("nullfork", "forkmany", "yield", "signalwait", "nbody", "matmul", "memory")
+    missing = [p for p in ("nullfork", "forkmany", "yield", "signalwait", "nbody", "matmul", "memory", "kpingpong",
+                           "echo", "echoload", "handoff", "nbodycache")
                if not os.access(os.path.join(build, "bench", p), os.X_OK)]
     if missing:
         sys.exit("run.py: missing benchmark programs in %s/bench: %s (build first)" % (build, ", ".join(missing)))
@@ -1257,9 +1644,11 @@ def main():
                     c.impl, c.label, len(c.runs) + 1, c.reps, ", replaces a loaded one" if extra_run else ""))
                 rec = run_one(c, build, env, affinity)
                 if rec["error"]:
-                    prog.note("run.py: FAILED %s rep %d: %s" % (" ".join(c.argv(build)), rec["rep"], rec["error"]))
+                    prog.note("run.py: FAILED %s rep %d: %s" % (c.cmdline(build), rec["rep"], rec["error"]))
         if exp == "nbody":
             check_nbody(cfgs, prog)
+        if exp == "fig3":
+            check_fig3(cfgs, prog)
         prog.clear()
         targets = evaluate_targets(by_key, ran)
         table_texts[exp] = experiment_tables(exp, cfgs, by_key, targets, ncpu)
@@ -1284,7 +1673,7 @@ def main():
     for exp in ran:
         for c in cfgs_by_exp[exp]:
             for r in c.failures():
-                failures.append({"key": c.key, "argv": " ".join([c.prog] + [str(a) for a in c.args]),
+                failures.append({"key": c.key, "argv": c.cmdline(),
                                  "rep": r["rep"], "error": r["error"]})
 
     pngs, plot_err = plots(args.report, by_key, cfgs_by_exp, ncpu, info["cpu_model"])
@@ -1328,6 +1717,19 @@ def check_nbody(cfgs, prog):
                 r["error"] = "result differs from the sequential one (hash %s, sequential %s)" % (
                     r["data"].get("hash"), want)
                 prog.note("run.py: FAILED nbody %s %s rep %d: %s" % (c.impl, c.label, r["rep"], r["error"]))
+
+
+def check_fig3(cfgs, prog):
+    """Same chunks in the same order: every run ends with the same positions."""
+    ref = [r["data"]["hash"] for c in cfgs if c.impl == "pthread" for r in c.ok_runs()]
+    if not ref:
+        return
+    for c in cfgs:
+        for r in c.ok_runs():
+            if r["data"].get("hash") != ref[0]:
+                r["error"] = "result differs from the POSIX-threads one (hash %s, pthread %s)" % (
+                    r["data"].get("hash"), ref[0])
+                prog.note("run.py: FAILED fig3 %s rep %d: %s" % (c.cmdline(), r["rep"], r["error"]))
 
 
 def memory_count(build, env, prog):

@@ -1,0 +1,129 @@
+/*
+ * handoff — how long a vproc stays lost to a blocked kernel call (seed 000's
+ * "blocked" event): the time from a thread entering a blocking system call
+ * to another, ready thread running on that processor.
+ *
+ *   handoff --impl ito|pthread [--n SAMPLES] [--block-us US]
+ *
+ * One processor. Thread B waits on a semaphore; A notes the time, posts it
+ * (B is now ready) and blocks in nanosleep for --block-us. B notes when it
+ * runs.
+ * ito: one vproc; A brackets the call with ito_blocking_begin/end, so the
+ * monitor must notice it and hand the vproc to a spare activation.
+ * pthread: both pinned to one CPU; the kernel switches to B when A sleeps
+ * (the floor: what a kernel thread costs here).
+ * Prints the distribution of the latency (p50, p90, p99, max) in µs.
+ */
+#include <semaphore.h>
+#include <stdatomic.h>
+
+#include "common.h"
+
+static bool use_ito;
+static int nsamples = 200;
+static long block_us = 2000;
+static _Atomic uint64_t blocked_at;
+static uint64_t *lat;
+
+static ito_sem_t isem_go, isem_done;
+static sem_t psem_go, psem_done;
+
+static void go_wait(void) { use_ito ? (void)ito_sem_wait(&isem_go) : (void)sem_wait(&psem_go); }
+static void go_post(void) { use_ito ? (void)ito_sem_post(&isem_go) : (void)sem_post(&psem_go); }
+static void done_wait(void) { use_ito ? (void)ito_sem_wait(&isem_done) : (void)sem_wait(&psem_done); }
+static void done_post(void) { use_ito ? (void)ito_sem_post(&isem_done) : (void)sem_post(&psem_done); }
+
+static void *runner_b(void *arg)
+{
+    for (int i = 0; i < nsamples; i++) {
+        go_wait();
+        lat[i] = bench_now_ns() - atomic_load(&blocked_at);
+        done_post();
+    }
+    return NULL;
+}
+
+static void *blocker_a(void *arg)
+{
+    struct timespec ts = { block_us / 1000000, (block_us % 1000000) * 1000 };
+    for (int i = 0; i < nsamples; i++) {
+        /* The time first: the kernel may run B the moment it is posted. */
+        atomic_store(&blocked_at, bench_now_ns());
+        go_post();   /* B is ready; an ito thread A keeps its vproc */
+        if (use_ito)
+            ito_blocking_begin();
+        nanosleep(&ts, NULL);
+        if (use_ito)
+            ito_blocking_end();
+        done_wait();
+    }
+    return NULL;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+int main(int argc, char **argv)
+{
+    const char *impl = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--impl") && i + 1 < argc)
+            impl = argv[++i];
+        else if (!strcmp(argv[i], "--n") && i + 1 < argc)
+            nsamples = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--block-us") && i + 1 < argc)
+            block_us = atol(argv[++i]);
+        else {
+            fprintf(stderr, "usage: handoff --impl ito|pthread [--n SAMPLES] [--block-us US]\n");
+            return 2;
+        }
+    }
+    if (!impl || (strcmp(impl, "ito") && strcmp(impl, "pthread")) || nsamples < 1 || block_us < 1) {
+        fprintf(stderr, "handoff: --impl ito|pthread required; --n and --block-us must be positive\n");
+        return 2;
+    }
+    bench_exp = "handoff";
+    bench_impl = impl;
+    use_ito = !strcmp(impl, "ito");
+    lat = xmalloc((size_t)nsamples * sizeof *lat);
+    if (use_ito) {
+        ito_start(1);
+        ito_sem_init(&isem_go, 0);
+        ito_sem_init(&isem_done, 0);
+        ito_thread_t a, b;
+        CHECK0(ito_spawn(&b, NULL, runner_b, NULL));
+        ito_yield();   /* B waits on its semaphore */
+        CHECK0(ito_spawn(&a, NULL, blocker_a, NULL));
+        CHECK0(ito_join(a, NULL));
+        CHECK0(ito_join(b, NULL));
+    } else {
+        cpus_usable();
+        sem_init(&psem_go, 0, 0);
+        sem_init(&psem_done, 0, 0);
+        pthread_attr_t attr;
+        attr_pinned(&attr, cpu_nth(0));
+        pthread_t a, b;
+        CHECK0(pthread_create(&b, &attr, runner_b, NULL));
+        usleep(10000);
+        CHECK0(pthread_create(&a, &attr, blocker_a, NULL));
+        CHECK0(pthread_join(a, NULL));
+        CHECK0(pthread_join(b, NULL));
+    }
+    qsort(lat, (size_t)nsamples, sizeof *lat, cmp_u64);
+    json_begin("handoff", impl);
+    json_int("n", nsamples);
+    json_int("block_us", block_us);
+    json_num("p50_us", lat[nsamples / 2] / 1e3);
+    json_num("p90_us", lat[nsamples * 9 / 10] / 1e3);
+    json_num("p99_us", lat[nsamples * 99 / 100] / 1e3);
+    json_num("max_us", lat[nsamples - 1] / 1e3);
+    if (use_ito)
+        json_common_ito();
+    else
+        json_common_pthread(1);
+    json_end();
+    return 0;
+}
