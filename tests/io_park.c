@@ -112,6 +112,7 @@ struct blocked {
     int queued;         /* K_CONNECT*: the client that fills the backlog */
     atomic_int started, returned;
     long result;
+    int err;            /* errno after the call */
     char buf[64];
 };
 
@@ -160,6 +161,7 @@ static void *blocked_fn(void *a)
     case NKINDS:
         break;
     }
+    b->err = test_errno();
     atomic_store(&b->returned, 1);
     return NULL;
 }
@@ -308,7 +310,8 @@ static void one_blocked(enum kind k)
     CHECK_EQ(atomic_load(&counter), n);
     free(ts);
     if (atomic_load(&b->returned)) {
-        fprintf(stderr, "io_park: %s returned %ld before it was released\n", kind_name[k], b->result);
+        fprintf(stderr, "io_park: %s returned %ld (errno %s) before it was released\n", kind_name[k], b->result,
+                b->result < 0 ? strerror(b->err) : "-");
         abort();
     }
 
