@@ -23,7 +23,9 @@
  * process that wants per-thread handling should ignore SIGPIPE. Socket
  * timeouts (SO_RCVTIMEO, SO_SNDTIMEO) are honoured. The calls are not
  * interrupted by signals. One rare form makes the plain call bracketed the
- * same way: ito_recv with both MSG_PEEK and MSG_WAITALL.
+ * same way: ito_recv with both MSG_PEEK and MSG_WAITALL (which, on a socket
+ * with SO_RCVTIMEO, may fail with EINTR: see "Other blocking calls" in
+ * docs/guide.md).
  */
 #ifndef ITO_IO_H
 #define ITO_IO_H

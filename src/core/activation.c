@@ -77,6 +77,7 @@ static void own_stack(struct ito__stack *s)
 static void *activation_main(void *arg)
 {
     struct ito__activation *a = arg;
+    pthread_setname_np(pthread_self(), "ito-activation");
     ito__activation_setup_self(a);
     own_stack(&a->sched_stack);
     a->sched_tsan_fiber = ito__tsan_current();

@@ -32,6 +32,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/time.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -153,13 +154,16 @@ static inline int timed_res(int res, uint64_t timeout)
 }
 
 /* Whether a blocking read of fd fills the buffer (files, block devices, and
- * the character devices that answer RWF_NOWAIT — /dev/zero, /dev/urandom —
- * which may stop a non-blocking read early), rather than return what is
- * there (pipes, sockets; terminals never answer RWF_NOWAIT). */
+ * the memory devices — /dev/zero, /dev/urandom: character major 1 — which
+ * may stop a non-blocking read early), rather than return what is there
+ * (pipes, sockets, packet devices such as tun; terminals never answer
+ * RWF_NOWAIT). */
 static bool reads_fill(int fd)
 {
     struct stat st;
-    return fstat(fd, &st) == 0 && (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode) || S_ISCHR(st.st_mode));
+    if (fstat(fd, &st) != 0)
+        return false;
+    return S_ISREG(st.st_mode) || S_ISBLK(st.st_mode) || (S_ISCHR(st.st_mode) && major(st.st_rdev) == 1);
 }
 
 /* Read or write through an iovec at `off` (-1: the file position). */
@@ -396,12 +400,13 @@ ITO_API int ito_connect(int fd, const struct sockaddr *addr, socklen_t addrlen)
 
 /* Wait on the ring until one of fds may be ready or the deadline passes:
  * one POLL_ADD per descriptor and a TIMEOUT, all pointing at one request; the
- * first completion wakes the thread, which then cancels the rest and waits
- * for their completions (they point into its stack). */
+ * first completion cancels the rest (ring.c, cancel_rest), and the thread
+ * wakes when all have completed — never while the kernel may still write
+ * into its stack. */
 static void poll_wait(struct ito__ring *ring, const struct pollfd *fds, nfds_t nfds, uint64_t deadline)
 {
     struct ito__io_req req = REQ_INIT(ring);
-    req.wake_first = true;
+    req.cancel_rest = true;
     struct __kernel_timespec ts;
     ito__spin_lock(&ring->lock);
     for (nfds_t i = 0; i < nfds; i++) {
@@ -423,18 +428,6 @@ static void poll_wait(struct ito__ring *ring, const struct pollfd *fds, nfds_t n
         req.pending++;
     }
     ito__ring_wait(ring, &req);   /* unlocks */
-    /* Cancel what is left, on the ring it was issued on (the thread may run
-     * elsewhere now), and wait for the last completion. */
-    ito__spin_lock(&ring->lock);
-    if (req.pending) {
-        req.wake_first = false;
-        struct io_uring_sqe *sqe = ito__ring_sqe(ring);
-        io_uring_prep_cancel(sqe, &req, IORING_ASYNC_CANCEL_ALL);
-        io_uring_sqe_set_data64(sqe, 0);
-        ito__ring_wait(ring, &req);
-    } else {
-        ito__spin_unlock(&ring->lock);
-    }
 }
 
 ITO_API int ito_poll(struct pollfd *fds, nfds_t nfds, int timeout_ms)
@@ -455,7 +448,8 @@ ITO_API int ito_poll(struct pollfd *fds, nfds_t nfds, int timeout_ms)
             any = fds[i].fd >= 0;
         if (!any) {
             /* Nothing to watch: a sleep (forever: until the process ends). */
-            ito_sleep_ns(deadline ? deadline - ito__now_ns() : UINT64_MAX);
+            uint64_t now = ito__now_ns();
+            ito_sleep_ns(!deadline ? UINT64_MAX : deadline > now ? deadline - now : 0);
             if (deadline)
                 return 0;
             continue;

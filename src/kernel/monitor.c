@@ -54,6 +54,9 @@
 /* Fastest scan period, and the slowest (Go's sysmon: 20 µs to 10 ms). */
 #define ITO_MONITOR_MIN_NS 20000u
 #define ITO_MONITOR_MAX_NS 10000000u
+/* From this period on, the monitor sleeps where a beginning call can wake it:
+ * faster than that, a wake-up per call would cost more than the scans. */
+#define ITO_MONITOR_SLOW_NS 500000u
 /* A blocking call is handed off once seen this long (Go's retake: one sysmon
  * tick, 20 µs at the fastest). */
 #define ITO_HANDOFF_NS 20000u
@@ -66,6 +69,7 @@ struct watch {
 };
 
 static struct watch *watches;   /* [nvprocs], monitor only */
+static int ncpus_online;
 static bool cap_warned;
 
 void ito__monitor_wake(void)
@@ -84,6 +88,13 @@ static bool could_use(struct ito__vproc *vp)
            atomic_load_explicit(&ito__rt.nspinning, memory_order_relaxed) +
                    atomic_load_explicit(&ito__rt.nsleeping, memory_order_relaxed) ==
                0;
+}
+
+/* Some CPU is idle: spinning there takes nothing from the vprocs. */
+static bool cpu_idle(void)
+{
+    return atomic_load_explicit(&ito__rt.nsleeping, memory_order_relaxed) > 0 ||
+           atomic_load_explicit(&ito__rt.nspinning, memory_order_relaxed) > 0 || ito__rt.nvprocs < ncpus_online;
 }
 
 static struct ito__activation *take_spare(void)
@@ -140,6 +151,7 @@ static bool hand_off(struct ito__vproc *vp, uintptr_t mark)
         return false;
     }
     vp->act = s;
+    vp->current = NULL;   /* the spare starts in its scheduler context */
     s->vp = vp;
     atomic_store_explicit(&vp->kstate, (uintptr_t)s | ITO_KS_RUN, memory_order_relaxed);
     /* Release pairs with the spare's acquire load in ito__activation_park. */
@@ -166,28 +178,37 @@ static void *monitor_main(void *arg)
         CPU_SET(cpus[i], &set);
     if (n > 0)
         sched_setaffinity(0, sizeof set, &set);
+    ncpus_online = n;
     /* Its sleeps are the hand-off latency: no timer slack (default 50 µs). */
     prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
     uint64_t delay = ITO_MONITOR_MIN_NS, spin_until = 0;
-    bool woken = false;
     provision();
     for (;;) {
-        /* Woken by a call that just began: look at once, so that the next
-         * scan, one period on, can already hand it off. A hand-off due
-         * within a period while threads wait: spin up to it rather than
-         * sleep, since waking from a sleep costs tens of microseconds more
-         * than the period itself on many machines. */
         if (spin_until) {
             while (ito__now_ns() < spin_until)
                 ito__cpu_relax();
-        } else if (!woken) {
+        } else if (delay < ITO_MONITOR_SLOW_NS) {
             sleep_ns(delay);
+        } else {
+            /* A slow pace, or nothing to watch at all: a blocking call that
+             * begins meanwhile wakes the monitor (blocking.c). Announce it,
+             * then look once more (the Dekker pair of the essay). */
+            atomic_store_explicit(&ito__rt.monitor_asleep, 1, memory_order_relaxed);
+            ito__fence_heavy();
+            bool any = false;
+            for (int i = 0; i < ito__rt.nvprocs && !any; i++)
+                any = (atomic_load_explicit(&ito__rt.vprocs[i]->kstate, memory_order_relaxed) & ITO_KS_MASK) ==
+                      ITO_KS_KERNEL;
+            uint64_t until = delay >= ITO_MONITOR_MAX_NS && !any ? 0 : ito__now_ns() + delay;
+            while (!any && atomic_load_explicit(&ito__rt.monitor_asleep, memory_order_relaxed))
+                if (ito__futex_wait(&ito__rt.monitor_asleep, 1, until) == ETIMEDOUT)
+                    break;
+            if (atomic_exchange_explicit(&ito__rt.monitor_asleep, 0, memory_order_relaxed) == 0)
+                delay = ITO_MONITOR_MIN_NS;   /* woken by a call that just began */
         }
-        woken = false;
         spin_until = 0;
         uint64_t now = ito__now_ns();
-        int in_kernel = 0;
-        bool fresh = false, acted = false;
+        bool acted = false;
         for (int i = 0; i < ito__rt.nvprocs; i++) {
             struct ito__vproc *vp = ito__rt.vprocs[i];
             struct watch *w = &watches[i];
@@ -196,42 +217,26 @@ static void *monitor_main(void *arg)
                 w->since = 0;
                 continue;
             }
-            in_kernel++;
             uint64_t calls = atomic_load_explicit(&vp->kcalls, memory_order_relaxed);
             if (!w->since || w->kcalls != calls) {
                 w->kcalls = calls;
                 w->since = now;
-                fresh = true;
             } else if (now - w->since >= ITO_HANDOFF_NS && could_use(vp) && hand_off(vp, mark)) {
                 w->since = 0;
                 acted = true;
                 continue;
             }
             uint64_t due = w->since + ITO_HANDOFF_NS;
-            if (due > now && could_use(vp) && (!spin_until || due < spin_until))
+            if (due > now && could_use(vp) && cpu_idle() && (!spin_until || due < spin_until))
                 spin_until = due;
         }
         if (acted)
             provision();
-        if (fresh || acted) {
-            delay = ITO_MONITOR_MIN_NS;
-        } else if (in_kernel) {
-            delay = delay * 2 > ITO_MONITOR_MAX_NS ? ITO_MONITOR_MAX_NS : delay * 2;
-        } else {
-            /* Nothing in the kernel: sleep until a blocking call begins. */
-            atomic_store_explicit(&ito__rt.monitor_asleep, 1, memory_order_relaxed);
-            ito__fence_heavy();
-            bool any = false;
-            for (int i = 0; i < ito__rt.nvprocs && !any; i++)
-                any = (atomic_load_explicit(&ito__rt.vprocs[i]->kstate, memory_order_relaxed) & ITO_KS_MASK) ==
-                      ITO_KS_KERNEL;
-            if (!any)
-                while (atomic_load_explicit(&ito__rt.monitor_asleep, memory_order_relaxed))
-                    ito__futex_wait(&ito__rt.monitor_asleep, 1, 0);
-            atomic_store_explicit(&ito__rt.monitor_asleep, 0, memory_order_relaxed);
-            delay = ITO_MONITOR_MIN_NS;
-            woken = !any;
-        }
+        /* A hand-off: look again soon. Otherwise back off, also while new
+         * calls keep coming and going (short ones: scanning at full pace
+         * for them would take CPU time from the vprocs); a call that begins
+         * once the pace is slow wakes the monitor. */
+        delay = acted ? ITO_MONITOR_MIN_NS : delay * 2 > ITO_MONITOR_MAX_NS ? ITO_MONITOR_MAX_NS : delay * 2;
     }
     return NULL;
 }

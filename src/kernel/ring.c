@@ -65,9 +65,10 @@
 /* CQ size: completions of parked threads waiting to be reaped; beyond it the
  * kernel keeps them on an overflow list (IORING_FEAT_NODROP). */
 #define RING_CQ_ENTRIES 4096
-/* user_data of the eventfd read; a request is never at address 1. 0 marks
- * requests nobody waits for (cancellations). */
-#define UD_KICK 1u
+/* user_data: a request's address (even); 0 for requests nobody waits for
+ * (cancellations, linked timeouts); odd for the eventfd poll, with its
+ * generation above bit 0. */
+static inline uint64_t ud_kick(uint32_t gen) { return (uint64_t)gen << 1 | 1u; }
 
 bool ito__rings_on;
 
@@ -175,22 +176,29 @@ static unsigned wake_list(struct ito__thread *list)
 static void arm_kick(struct ito__ring *r);
 
 /* Consume every CQE; threads whose request is done are prepended to *wake.
- * Returns whether a kick (the eventfd read) completed. */
+ * Returns whether a kick (the eventfd poll) completed. */
 static bool reap_locked(struct ito__ring *r, struct ito__thread **wake)
 {
     struct io_uring_cqe *cqes[64];
+    struct ito__io_req *cancel = NULL;   /* linked by cancel_next */
     unsigned n;
     bool kicked = false;
     while ((n = io_uring_peek_batch_cqe(&r->uring, cqes, 64)) > 0) {
         for (unsigned i = 0; i < n; i++) {
             uint64_t ud = cqes[i]->user_data;
-            if (ud == UD_KICK) {
-                /* Consume the count, so that the next poll waits for a new kick. */
-                uint64_t count;
-                ssize_t rd = read(r->evfd, &count, sizeof count);
-                (void)rd;   /* EAGAIN: a rescuer's read got there first */
-                r->ev_armed = false;
-                kicked = true;
+            if (ud & 1u) {
+                /* The eventfd poll. A poll of an older generation, armed by
+                 * a carrier that has since lost the vproc, is ignored: the
+                 * count stays for the current one. */
+                if (ud == ud_kick(r->ev_gen)) {
+                    /* Consume the count, so that the next poll waits for a
+                     * new kick. */
+                    uint64_t count;
+                    ssize_t rd = read(r->evfd, &count, sizeof count);
+                    (void)rd;
+                    r->ev_armed = false;
+                    kicked = true;
+                }
                 continue;
             }
             if (ud == 0)
@@ -199,10 +207,14 @@ static bool reap_locked(struct ito__ring *r, struct ito__thread **wake)
             if (!req->got) {
                 req->res = cqes[i]->res;
                 req->got = true;
+                if (req->cancel_rest && req->pending > 1) {
+                    req->cancel_next = cancel;
+                    cancel = req;
+                }
             }
             ITO_BUG_ON(req->pending == 0);
             req->pending--;
-            if (req->parked && (req->pending == 0 || req->wake_first)) {
+            if (req->parked && req->pending == 0) {
                 req->parked = false;
                 req->thread->qnext = *wake;
                 *wake = req->thread;
@@ -210,27 +222,44 @@ static bool reap_locked(struct ito__ring *r, struct ito__thread **wake)
         }
         io_uring_cq_advance(&r->uring, n);
     }
-    if (kicked && ito__vproc_self() != r->vp) {
-        /* Another vproc took the owner's kick (a rescue, a cancellation): the
-         * owner may be asleep by now, so pass the kick on. */
+    if (cancel) {
+        /* The rest of each such request (ito_poll's other descriptors, its
+         * timeout) is cancelled; their completions end the wait. Only after
+         * the CQ is advanced: submitting may reap again. */
+        for (; cancel; cancel = cancel->cancel_next) {
+            struct io_uring_sqe *sqe = ito__ring_sqe(r);
+            io_uring_prep_cancel(sqe, cancel, IORING_ASYNC_CANCEL_ALL);
+            io_uring_sqe_set_data64(sqe, 0);
+        }
+        ito__ring_submit(r);
+    }
+    if (kicked && ito__vproc_self() != r->vp &&
+        atomic_load_explicit(&r->vp->run_state, memory_order_relaxed) != ITO_VP_BUSY) {
+        /* Another vproc took the owner's kick (a rescue, a cancellation)
+         * while the owner may be going to sleep: pass the kick on. A busy
+         * owner goes through the idle protocol again anyway. */
         arm_kick(r);
         ito__ring_kick(r);
     }
     return kicked;
 }
 
-/* Keep a poll of the eventfd in flight (lock held). A poll, not a read: an
- * eventfd cannot be read without blocking inside io_uring, which would hand
- * the read to a kernel worker thread and add two context switches to every
- * kick. */
+/* Keep a poll of the eventfd in flight, submitted by the calling activation
+ * (lock held). A poll, not a read: an eventfd cannot be read without
+ * blocking inside io_uring, which would hand the read to a kernel worker
+ * thread and add two context switches to every kick. Submitted by the
+ * sleeper itself: io_uring completes a poll through the kernel thread that
+ * submitted it, and one that lost the vproc may be stuck in a blocking call. */
 static void arm_kick(struct ito__ring *r)
 {
-    if (r->ev_armed)
+    struct ito__activation *self = ito__activation_self();
+    if (r->ev_armed && r->ev_act == self)
         return;
     struct io_uring_sqe *sqe = ito__ring_sqe(r);
     io_uring_prep_poll_add(sqe, r->evfd, POLLIN);
-    io_uring_sqe_set_data64(sqe, UD_KICK);
+    io_uring_sqe_set_data64(sqe, ud_kick(++r->ev_gen));
     r->ev_armed = true;
+    r->ev_act = self;
     ito__ring_submit(r);
 }
 
@@ -288,7 +317,7 @@ void ito__ring_wait(struct ito__ring *r, struct ito__io_req *req)
     ito__ring_submit(r);
     /* Operations on ready descriptors have completed inside the submit. */
     reap_locked(r, &wake);
-    if (req->pending == 0 || (req->wake_first && req->got)) {
+    if (req->pending == 0) {
         ito__spin_unlock(&r->lock);
         wake_list(wake);
         return;

@@ -17,7 +17,9 @@ struct ito__ring {
     ito__spinlock lock;          /* the SQ, the CQ and every request's bookkeeping */
     struct io_uring uring;       /* lock (the kernel side needs none) */
     int evfd;                    /* eventfd that wakes the vproc sleeping on this ring */
-    bool ev_armed;               /* lock: a poll of evfd is in flight */
+    bool ev_armed;               /* lock: a poll of evfd is in flight... */
+    uint32_t ev_gen;             /* lock: ...with this generation (user_data) */
+    struct ito__activation *ev_act; /* lock: ...submitted by this activation */
     struct ito__vproc *vp;       /* owner (immutable) */
 };
 
@@ -31,7 +33,8 @@ struct ito__io_req {
     unsigned pending;            /* completions still to come */
     bool got;                    /* res is set */
     bool parked;                 /* the thread waits for this request */
-    bool wake_first;             /* wake at the first completion, not the last */
+    bool cancel_rest;            /* at the first completion, cancel the others */
+    struct ito__io_req *cancel_next; /* reap_locked's list of those to cancel */
 };
 
 /* Set up the rings (one per vproc) unless ITO_IO_URING=0 or the kernel lacks
@@ -43,8 +46,10 @@ extern bool ito__rings_on;
 /* A free SQE of `ring` (locked by the caller), submitting if the SQ is full. */
 struct io_uring_sqe *ito__ring_sqe(struct ito__ring *ring);
 /* With ring->lock held and req's SQEs prepared (req->pending set): submit
- * them and park the calling thread until req completes (all completions, or
- * the first with wake_first). Releases the lock. MAY SWITCH. */
+ * them and park the calling thread until every one has completed (with
+ * cancel_rest, the first completion cancels the others). The thread never
+ * returns while the kernel may still write into its request. Releases the
+ * lock. MAY SWITCH. */
 void ito__ring_wait(struct ito__ring *ring, struct ito__io_req *req);
 /* Submit without waiting (ring->lock held). */
 void ito__ring_submit(struct ito__ring *ring);
