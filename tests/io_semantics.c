@@ -1526,7 +1526,10 @@ static void others(struct ctx *c)
     CHECK(za >= 0 && zb >= 0);
     memset(z1, 1, n);
     memset(z2, 1, n);
-    SAMEX_READ(read(za, z1, n), ito_read(zb, z2, n), z1, z2, (long)n, 0);
+    /* A blocking read of /dev/zero is whole (the libc call is no oracle here:
+     * in an ito thread it may come back short, io_plain_calls.c). */
+    EXPECT(ito_read(zb, z2, n), (long)n, 0);
+    SOFT(z2[0] == 0 && z2[n - 1] == 0);
     SAMEX(write(za, z1, n), ito_write(zb, z2, n), (long)n, 0);
     CHECK(close(za) == 0 && close(zb) == 0);
     if (c->solo) {
@@ -1535,27 +1538,24 @@ static void others(struct ctx *c)
          * goes on to the end, as does /dev/urandom's. */
         STEP("/dev/zero and /dev/urandom under load");
         size_t big = 16u << 20;
-        char *g1 = xmalloc(big), *g2 = xmalloc(big);
+        char *g2 = xmalloc(big);
         int nspin = (int)sysconf(_SC_NPROCESSORS_ONLN);
         nspin = nspin < 1 ? 1 : nspin > 8 ? 8 : nspin;
         pthread_t sp[8];
         atomic_store(&spin_stop, 0);
         for (int i = 0; i < nspin; i++)
             CHECK_EQ(pthread_create(&sp[i], NULL, spinner, NULL), 0);
-        int ua = open("/dev/urandom", O_RDONLY), ub = open("/dev/urandom", O_RDONLY);
-        CHECK(ua >= 0 && ub >= 0);
-        za = open("/dev/zero", O_RDONLY);
+        int ub = open("/dev/urandom", O_RDONLY);
         zb = open("/dev/zero", O_RDONLY);
-        CHECK(za >= 0 && zb >= 0);
+        CHECK(ub >= 0 && zb >= 0);
         for (int i = 0; i < 10; i++) {
-            SAMEX(read(za, g1, big), ito_read(zb, g2, big), (long)big, 0);
-            SAMEX(read(ua, g1, 1u << 20), ito_read(ub, g2, 1u << 20), 1L << 20, 0);
+            EXPECT(ito_read(zb, g2, big), (long)big, 0);
+            EXPECT(ito_read(ub, g2, 1u << 20), 1L << 20, 0);
         }
         atomic_store(&spin_stop, 1);
         for (int i = 0; i < nspin; i++)
             CHECK_EQ(pthread_join(sp[i], NULL), 0);
-        CHECK(close(za) == 0 && close(zb) == 0 && close(ua) == 0 && close(ub) == 0);
-        free(g1);
+        CHECK(close(zb) == 0 && close(ub) == 0);
         free(g2);
     }
     int na = open("/dev/null", O_RDWR), nb = open("/dev/null", O_RDWR);

@@ -57,6 +57,21 @@ static inline struct ito__ring *my_ring(void)
     return a->vp->ring;
 }
 
+/* errno as the caller had it (read before any switch), put back after a
+ * success: the probing calls (the try, F_GETFL, getsockopt) may have changed
+ * it, and the C library's calls leave it alone when they succeed. */
+static inline long keep_errno(long r, int saved)
+{
+    if (r >= 0) {
+        struct ito__activation *a = ito__activation_self();
+        if (a)
+            *a->errno_ptr = saved;
+        else
+            errno = saved;
+    }
+    return r;
+}
+
 /* Set errno of the kernel thread running the caller now (after a switch it
  * may be another one than before: read the activation afresh). */
 static ssize_t fail(int e)
@@ -167,7 +182,7 @@ static bool reads_fill(int fd)
 }
 
 /* Read or write through an iovec at `off` (-1: the file position). */
-static ssize_t rw(bool write, int fd, const struct iovec *iov, int cnt, off_t off)
+static ssize_t rw_(bool write, int fd, const struct iovec *iov, int cnt, off_t off)
 {
     struct ito__ring *ring = my_ring();
     if (!ring)
@@ -232,6 +247,12 @@ static ssize_t rw(bool write, int fd, const struct iovec *iov, int cnt, off_t of
     }
 }
 
+static ssize_t rw(bool write, int fd, const struct iovec *iov, int cnt, off_t off)
+{
+    int saved = errno;
+    return keep_errno(rw_(write, fd, iov, cnt, off), saved);
+}
+
 /* Without a ring the single-buffer calls are the plain ones: readv-style
  * calls differ from them on bad buffers (a partial transfer, not EFAULT).
  * So are counts beyond MAX_RW_COUNT, which only a bad buffer or a 2 GiB one
@@ -288,7 +309,7 @@ static bool stream_socket(int fd) { return socket_type(fd) == SOCK_STREAM; }
 /* recv or send; like rw, with MSG_DONTWAIT as the try. A send on a stream
  * socket goes on until complete. A recv with MSG_WAITALL (or MSG_PEEK) goes to
  * the ring whole, which implements them. */
-static ssize_t sr(bool send_, int fd, void *buf, size_t len, int flags)
+static ssize_t sr_(bool send_, int fd, void *buf, size_t len, int flags)
 {
     struct ito__ring *ring = my_ring();
     if (!ring || (flags & MSG_DONTWAIT))
@@ -340,6 +361,12 @@ static ssize_t sr(bool send_, int fd, void *buf, size_t len, int flags)
     }
 }
 
+static ssize_t sr(bool send_, int fd, void *buf, size_t len, int flags)
+{
+    int saved = errno;
+    return keep_errno(sr_(send_, fd, buf, len, flags), saved);
+}
+
 ITO_API ssize_t ito_recv(int fd, void *buf, size_t len, int flags) { return sr(false, fd, buf, len, flags); }
 
 ITO_API ssize_t ito_send(int fd, const void *buf, size_t len, int flags)
@@ -347,7 +374,7 @@ ITO_API ssize_t ito_send(int fd, const void *buf, size_t len, int flags)
     return sr(true, fd, (void *)buf, len, flags);
 }
 
-ITO_API int ito_accept(int fd, struct sockaddr *addr, socklen_t *addrlen, int flags)
+static int accept_(int fd, struct sockaddr *addr, socklen_t *addrlen, int flags)
 {
     struct ito__ring *ring = my_ring();
     int nb = ring ? nonblocking(fd) : 1;
@@ -367,7 +394,7 @@ ITO_API int ito_accept(int fd, struct sockaddr *addr, socklen_t *addrlen, int fl
     return res < 0 ? (int)fail(-res) : res;
 }
 
-ITO_API int ito_connect(int fd, const struct sockaddr *addr, socklen_t addrlen)
+static int connect_(int fd, const struct sockaddr *addr, socklen_t addrlen)
 {
     struct ito__ring *ring = my_ring();
     int nb = ring ? nonblocking(fd) : 1;
@@ -394,6 +421,18 @@ ITO_API int ito_connect(int fd, const struct sockaddr *addr, socklen_t addrlen)
         res = domain == AF_UNIX ? -EAGAIN : -EINPROGRESS;
     }
     return res < 0 ? (int)fail(-res) : 0;
+}
+
+ITO_API int ito_accept(int fd, struct sockaddr *addr, socklen_t *addrlen, int flags)
+{
+    int saved = errno;
+    return (int)keep_errno(accept_(fd, addr, addrlen, flags), saved);
+}
+
+ITO_API int ito_connect(int fd, const struct sockaddr *addr, socklen_t addrlen)
+{
+    int saved = errno;
+    return (int)keep_errno(connect_(fd, addr, addrlen), saved);
 }
 
 /* ------------------------------------------------------------ poll */
