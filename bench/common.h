@@ -215,6 +215,37 @@ static BENCH_UNUSED void ito_start(int vprocs)
         bench_fail("ito_vproc_count() = %d, asked for %d", ito_vproc_count(), vprocs);
 }
 
+/* Run fn(0) and fn(1) in two threads and join them: ito threads — both on
+ * vproc 0, or with `cross` on vprocs 0 and 1 (placed only when there are
+ * several vprocs; want_vproc receives the placement) — or pthreads pinned to
+ * the first usable CPU, or with `cross` to the first two. */
+static BENCH_UNUSED void run_pair(bool ito, void *(*fn)(void *), bool cross, int vprocs, int want_vproc[2])
+{
+    if (ito) {
+        ito_thread_t t[2];
+        for (int i = 0; i < 2; i++) {
+            ito_attr_t a;
+            CHECK0(ito_attr_init(&a));
+            want_vproc[i] = cross ? i : 0;
+            if (vprocs > 1)
+                CHECK0(ito_attr_set_vproc(&a, want_vproc[i]));
+            CHECK0(ito_spawn(&t[i], &a, fn, (void *)(intptr_t)i));
+        }
+        for (int i = 0; i < 2; i++)
+            CHECK0(ito_join(t[i], NULL));
+    } else {
+        pthread_t t[2];
+        for (int i = 0; i < 2; i++) {
+            pthread_attr_t a;
+            attr_pinned(&a, cpu_nth(cross ? i : 0));
+            CHECK0(pthread_create(&t[i], &a, fn, (void *)(intptr_t)i));
+            pthread_attr_destroy(&a);
+        }
+        for (int i = 0; i < 2; i++)
+            CHECK0(pthread_join(t[i], NULL));
+    }
+}
+
 /* Fields every measurement carries: how many CPUs / vprocs it used. */
 static BENCH_UNUSED void json_common_ito(void)
 {

@@ -20,8 +20,8 @@
 #include "common.h"
 
 static bool use_ito;
-static int nsamples = 200;
-static long block_us = 2000;
+static int nsamples;
+static long block_us;
 static _Atomic uint64_t blocked_at;
 static uint64_t *lat;
 
@@ -68,25 +68,15 @@ static int cmp_u64(const void *a, const void *b)
 
 int main(int argc, char **argv)
 {
-    const char *impl = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--impl") && i + 1 < argc)
-            impl = argv[++i];
-        else if (!strcmp(argv[i], "--n") && i + 1 < argc)
-            nsamples = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--block-us") && i + 1 < argc)
-            block_us = atol(argv[++i]);
-        else {
-            fprintf(stderr, "usage: handoff --impl ito|pthread [--n SAMPLES] [--block-us US]\n");
-            return 2;
-        }
-    }
-    if (!impl || (strcmp(impl, "ito") && strcmp(impl, "pthread")) || nsamples < 1 || block_us < 1) {
-        fprintf(stderr, "handoff: --impl ito|pthread required; --n and --block-us must be positive\n");
-        return 2;
-    }
+    static const char *const known[] = { "--impl", "--n", "--block-us", NULL };
     bench_exp = "handoff";
-    bench_impl = impl;
+    bench_impl = arg_str(argc, argv, "--impl", "ito");
+    args_check(argc, argv, known);
+    nsamples = (int)arg_int(argc, argv, "--n", 200);
+    block_us = (long)arg_int(argc, argv, "--block-us", 2000);
+    if ((strcmp(bench_impl, "ito") && strcmp(bench_impl, "pthread")) || nsamples < 1 || block_us < 1)
+        bench_fail("--impl must be ito or pthread; --n and --block-us must be positive");
+    const char *impl = bench_impl;
     use_ito = !strcmp(impl, "ito");
     lat = xmalloc((size_t)nsamples * sizeof *lat);
     if (use_ito) {

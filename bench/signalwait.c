@@ -82,31 +82,9 @@ static uint64_t run(long n, int cross, int vprocs)
 {
     rounds = n;
     turn = 0;
+    atomic_store(&raw_flag, 0);
     uint64_t t0 = bench_now_ns();
-    if (use_ito) {
-        ito_thread_t t[2];
-        for (int i = 0; i < 2; i++) {
-            ito_attr_t a;
-            CHECK0(ito_attr_init(&a));
-            want_vproc[i] = cross ? i : 0;
-            if (vprocs > 1)
-                CHECK0(ito_attr_set_vproc(&a, want_vproc[i]));
-            CHECK0(ito_spawn(&t[i], &a, player, (void *)(intptr_t)i));
-        }
-        for (int i = 0; i < 2; i++)
-            CHECK0(ito_join(t[i], NULL));
-    } else {
-        pthread_t t[2];
-        atomic_store(&raw_flag, 0);
-        for (int i = 0; i < 2; i++) {
-            pthread_attr_t a;
-            attr_pinned(&a, cpu_nth(cross ? i : 0));
-            CHECK0(pthread_create(&t[i], &a, use_raw ? raw_player : player, (void *)(intptr_t)i));
-            pthread_attr_destroy(&a);
-        }
-        for (int i = 0; i < 2; i++)
-            CHECK0(pthread_join(t[i], NULL));
-    }
+    run_pair(use_ito, use_raw ? raw_player : player, cross, vprocs, want_vproc);
     return bench_now_ns() - t0;
 }
 

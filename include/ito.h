@@ -367,7 +367,8 @@ ITO_API int ito_sleep_ns(uint64_t ns);
  *     n = read(fd, buf, len);
  *     ito_blocking_end();
  *
- * or n = ITO_BLOCKING(read(fd, buf, len)). Entering costs a store. If the
+ * or n = ITO_BLOCKING(read(fd, buf, len)). Entering costs a few plain stores
+ * (no atomic instruction, no system call while calls keep coming). If the
  * call is still in the kernel after about 20 µs while other threads could use
  * the vproc, ito's monitor hands the vproc to a spare kernel thread (an
  * activation), so the other threads run on. When the call returns, the

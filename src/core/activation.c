@@ -113,14 +113,31 @@ int ito__activation_start(struct ito__vproc *vp) { return start(vp); }
 
 int ito__activation_start_spare(void) { return start(NULL); }
 
-void ito__activation_park(struct ito__activation *a)
+void ito__spare_put(struct ito__activation *a)
 {
-    atomic_store_explicit(&a->park, 0, memory_order_relaxed);
     ito__spin_lock(&ito__rt.spare_lock);
     a->spare_next = ito__rt.spares;
     ito__rt.spares = a;
     ito__rt.nspares++;
     ito__spin_unlock(&ito__rt.spare_lock);
+}
+
+struct ito__activation *ito__spare_take(void)
+{
+    ito__spin_lock(&ito__rt.spare_lock);
+    struct ito__activation *s = ito__rt.spares;
+    if (s) {
+        ito__rt.spares = s->spare_next;
+        ito__rt.nspares--;
+    }
+    ito__spin_unlock(&ito__rt.spare_lock);
+    return s;
+}
+
+void ito__activation_park(struct ito__activation *a)
+{
+    atomic_store_explicit(&a->park, 0, memory_order_relaxed);
+    ito__spare_put(a);
     /* Acquire pairs with the monitor's release store of park after it set
      * a->vp (kernel/monitor.c). */
     while (atomic_load_explicit(&a->park, memory_order_acquire) == 0)

@@ -90,18 +90,16 @@ int ito__cpus_usable(int *cpus, int max)
     return n;
 }
 
-void ito__pin(pid_t tid, int cpu)
+void ito__pin_self(int cpu)
 {
     if (cpu < 0)
         return;
     cpu_set_t set;
     CPU_ZERO(&set);
     CPU_SET(cpu, &set);
-    if (sched_setaffinity(tid, sizeof set, &set) != 0)
+    if (sched_setaffinity(0, sizeof set, &set) != 0)
         ITO_WARN_ONCE("could not pin an activation to CPU %d; running unpinned", cpu);
 }
-
-void ito__pin_self(int cpu) { ito__pin(0, cpu); }
 
 int ito__vprocs_create(int n, bool pin)
 {

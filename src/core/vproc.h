@@ -102,12 +102,12 @@ struct ito__vproc {
     struct ito__timer_heap timers ITO_ALIGNED_CACHELINE;
     /* The carrier in a blocking call (kernel/blocking.c): its activation's
      * address | ITO_KS_*. The carrier stores KERNEL and CASes it back to RUN;
-     * the monitor CASes KERNEL to TAKEN to hand the vproc to a spare. */
+     * the monitor CASes KERNEL to (spare | RUN) to hand the vproc on. */
     _Atomic uintptr_t kstate ITO_ALIGNED_CACHELINE;
     _Atomic uint64_t kcalls;                /* blocking calls begun here (carrier; monitor reads) */
 } ITO_ALIGNED_CACHELINE;
 
-enum { ITO_KS_RUN = 0, ITO_KS_KERNEL = 1, ITO_KS_TAKEN = 2, ITO_KS_MASK = 3 };
+enum { ITO_KS_RUN = 0, ITO_KS_KERNEL = 1, ITO_KS_MASK = 1 };
 
 /* What a vproc is doing: running threads; idle in its scheduler context
  * (looking for work); asleep in the kernel. Written by the owner, except
@@ -134,7 +134,6 @@ static inline struct ito__thread *ito__thread_self(void)
 /* vproc.c: CPU discovery and pinning */
 int ito__cpus_usable(int *cpus, int max);
 void ito__pin_self(int cpu);
-void ito__pin(pid_t tid, int cpu);   /* 0: the caller */
 int ito__vprocs_create(int n, bool pin);
 
 /* activation.c */
@@ -145,6 +144,9 @@ int ito__activation_start_spare(void);
 /* The calling activation has no vproc: offer it as a spare and sleep until
  * the monitor gives it one (kernel/monitor.c). */
 void ito__activation_park(struct ito__activation *a);
+/* The spare list (ito__rt.spare_lock): a parked spare, or NULL; put one back. */
+struct ito__activation *ito__spare_take(void);
+void ito__spare_put(struct ito__activation *a);
 void ito__activation_setup_self(struct ito__activation *a);
 
 #endif

@@ -2,10 +2,11 @@
  * Blocking calls: the "blocked" and "unblocked" events for any system call.
  *
  * ito_blocking_begin() marks the calling thread's vproc as "carrier in the
- * kernel" with one store (and, only when the monitor sleeps, a futex wake);
- * ito_blocking_end() takes the mark back with one CAS. If the call blocked
- * long enough, the monitor (monitor.c) has meanwhile CASed the mark to TAKEN
- * and given the vproc to a spare activation, which runs the other threads.
+ * kernel" with plain stores (no atomic read-modify-write; a futex wake only
+ * when the monitor sleeps); ito_blocking_end() takes the mark back with one
+ * CAS. If the call blocked long enough, the monitor (monitor.c) has meanwhile
+ * CASed the mark to its spare's and given the vproc to that spare activation,
+ * which runs the other threads.
  * Then the CAS fails: this activation no longer carries a vproc. Its thread
  * is saved, goes back to a ready queue — its vproc's inbox — from this
  * activation's scheduler context, and the activation parks as a spare

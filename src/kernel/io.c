@@ -13,15 +13,16 @@
  *   3. Otherwise issue it on the vproc's ring and park (kernel/ring.c).
  *
  * Writes to a blocking pipe or stream socket write everything (POSIX), and so
- * do reads of files and devices (reads_fill); a partial try in step 1 continues on the ring
- * with the rest. Socket timeouts (SO_RCVTIMEO, SO_SNDTIMEO), which io_uring
- * ignores, become linked timeouts that end the call with EAGAIN. Calls that have
- * no non-blocking form (accept, connect) decide by F_GETFL first; openat,
- * close and fsync go straight to the ring.
+ * do reads of files and memory devices (reads_fill); a partial try in step 1
+ * continues on the ring with the rest. Socket timeouts (SO_RCVTIMEO,
+ * SO_SNDTIMEO), which io_uring ignores, become linked timeouts that end the
+ * call with EAGAIN (op_end). Calls that have no non-blocking form (accept,
+ * connect) decide by F_GETFL first; openat, close and fsync go straight to
+ * the ring.
  *
  * Foreign kernel threads, and every thread when the rings are off, make the
  * plain system call — inside ito_blocking_begin/end (kernel/blocking.c), so
- * that a call that blocks hands its vproc on. So do the two forms io_uring
+ * that a call that blocks hands its vproc on. So does the one form io_uring
  * cannot do exactly (recv with MSG_PEEK|MSG_WAITALL).
  */
 #include <errno.h>
@@ -57,31 +58,31 @@ static inline struct ito__ring *my_ring(void)
     return a->vp->ring;
 }
 
-/* errno as the caller had it (read before any switch), put back after a
- * success: the probing calls (the try, F_GETFL, getsockopt) may have changed
- * it, and the C library's calls leave it alone when they succeed. */
-static inline long keep_errno(long r, int saved)
-{
-    if (r >= 0) {
-        struct ito__activation *a = ito__activation_self();
-        if (a)
-            *a->errno_ptr = saved;
-        else
-            errno = saved;
-    }
-    return r;
-}
-
 /* Set errno of the kernel thread running the caller now (after a switch it
  * may be another one than before: read the activation afresh). */
-static ssize_t fail(int e)
+static void set_errno(int e)
 {
     struct ito__activation *a = ito__activation_self();
     if (a)
         *a->errno_ptr = e;
     else
         errno = e;
+}
+
+static ssize_t fail(int e)
+{
+    set_errno(e);
     return -1;
+}
+
+/* errno as the caller had it (read before any switch), put back after a
+ * success: the probing calls (the try, F_GETFL, getsockopt) may have changed
+ * it, and the C library's calls leave it alone when they succeed. */
+static inline long keep_errno(long r, int saved)
+{
+    if (r >= 0)
+        set_errno(saved);
+    return r;
 }
 
 static inline bool would_block(int e) { return e == EAGAIN || e == EWOULDBLOCK; }
@@ -93,15 +94,39 @@ static int nonblocking(int fd)
     return fl < 0 ? -1 : (fl & O_NONBLOCK) != 0;
 }
 
-/* Issue one prepared SQE on `ring` (locked) and park until it completes. */
-static int ring_one(struct ito__ring *ring, struct ito__io_req *req)
+/* Lock `ring` and give a free SQE, for the caller to prepare and op_end to
+ * issue. */
+static struct io_uring_sqe *op_begin(struct ito__ring *ring)
 {
-    req->pending = 1;
-    ito__ring_wait(ring, req);
-    return req->res;
+    ito__spin_lock(&ring->lock);
+    return ito__ring_sqe(ring);
 }
 
-#define REQ_INIT(ring) { .thread = ito__thread_self(), .ring = (ring) }
+/* Issue the SQE prepared since op_begin, followed by a timeout of `timeout`
+ * ns that cancels it (0: none; a socket timeout, which io_uring ignores), and
+ * park until it completes. Returns its result: -errno on failure, -EAGAIN if
+ * the timeout ended it (the kernel's answer to an expired socket timeout). */
+static int op_end(struct ito__ring *ring, struct io_uring_sqe *sqe, uint64_t timeout)
+{
+    struct ito__io_req req = { .thread = ito__thread_self(), .ring = ring, .pending = 1 };
+    io_uring_sqe_set_data(sqe, &req);
+    struct __kernel_timespec ts;
+    if (timeout) {
+        /* Its own completion is not waited for: the kernel copies ts at
+         * submission. */
+        sqe->flags |= IOSQE_IO_LINK;
+        ts = ito__ring_timespec(timeout);
+        struct io_uring_sqe *t = ito__ring_sqe(ring);
+        io_uring_prep_link_timeout(t, &ts, 0);
+        io_uring_sqe_set_data64(t, 0);
+    }
+    ito__ring_wait(ring, &req);
+    /* Cancelled by the timeout: ECANCELED, or EINTR for an operation that
+     * a kernel worker was running. */
+    if (timeout && (req.res == -ECANCELED || req.res == -EINTR))
+        return -EAGAIN;
+    return req.res;
+}
 
 /* ------------------------------------------------------------ read, write */
 
@@ -134,8 +159,8 @@ static const struct iovec *iov_advance(const struct iovec *iov, int *cnt, size_t
     return out;
 }
 
-/* The socket's SO_RCVTIMEO or SO_SNDTIMEO in ns (0: none, or not a socket).
- * io_uring ignores them; ito applies them with a linked timeout. */
+/* The socket's SO_RCVTIMEO or SO_SNDTIMEO in ns (0: none, or not a socket),
+ * for op_end. */
 static uint64_t sock_timeout(int fd, int opt)
 {
     struct timeval tv;
@@ -143,29 +168,6 @@ static uint64_t sock_timeout(int fd, int opt)
     if (getsockopt(fd, SOL_SOCKET, opt, &tv, &len) != 0)
         return 0;
     return (uint64_t)tv.tv_sec * 1000000000u + (uint64_t)tv.tv_usec * 1000u;
-}
-
-/* Follow the SQE just prepared with a timeout of `ns` (0: none) that cancels
- * it; its own completion is not waited for (the kernel copied ts). */
-static void link_timeout(struct ito__ring *ring, struct io_uring_sqe *sqe, uint64_t ns,
-                         struct __kernel_timespec *ts)
-{
-    if (!ns)
-        return;
-    sqe->flags |= IOSQE_IO_LINK;
-    ts->tv_sec = (long long)(ns / 1000000000u);
-    ts->tv_nsec = (long long)(ns % 1000000000u);
-    struct io_uring_sqe *t = ito__ring_sqe(ring);
-    io_uring_prep_link_timeout(t, ts, 0);
-    io_uring_sqe_set_data64(t, 0);
-}
-
-/* A socket timeout expired: the linked timeout cancelled the operation
- * (ECANCELED, or EINTR for one a kernel worker was running). The kernel's
- * answer to an expired socket timeout is EAGAIN. */
-static inline int timed_res(int res, uint64_t timeout)
-{
-    return timeout && (res == -ECANCELED || res == -EINTR) ? -EAGAIN : res;
 }
 
 /* Whether a blocking read of fd fills the buffer (files, block devices, and
@@ -223,18 +225,13 @@ static ssize_t rw_(bool write, int fd, const struct iovec *iov, int cnt, off_t o
             v = iov_advance(iov, &n, done, rest);
         }
         ring = my_ring();   /* the thread may have moved since the last round */
-        struct ito__io_req req = REQ_INIT(ring);
-        struct __kernel_timespec ts;
-        ito__spin_lock(&ring->lock);
-        struct io_uring_sqe *sqe = ito__ring_sqe(ring);
+        struct io_uring_sqe *sqe = op_begin(ring);
         off_t at = off < 0 ? -1 : off + (off_t)done;
         if (write)
             io_uring_prep_writev(sqe, fd, v, (unsigned)n, (uint64_t)at);
         else
             io_uring_prep_readv(sqe, fd, v, (unsigned)n, (uint64_t)at);
-        io_uring_sqe_set_data(sqe, &req);
-        link_timeout(ring, sqe, timeout, &ts);
-        int res = timed_res(ring_one(ring, &req), timeout);
+        int res = op_end(ring, sqe, timeout);
         if (res < 0) {
             free(rest);
             return done ? (ssize_t)done : fail(-res);
@@ -342,17 +339,12 @@ static ssize_t sr_(bool send_, int fd, void *buf, size_t len, int flags)
         flags &= ~MSG_WAITALL;   /* records are never merged; io_uring's retries would */
     for (;;) {
         ring = my_ring();
-        struct ito__io_req req = REQ_INIT(ring);
-        struct __kernel_timespec ts;
-        ito__spin_lock(&ring->lock);
-        struct io_uring_sqe *sqe = ito__ring_sqe(ring);
+        struct io_uring_sqe *sqe = op_begin(ring);
         if (send_)
             io_uring_prep_send(sqe, fd, (char *)buf + done, len - done, flags);
         else
             io_uring_prep_recv(sqe, fd, (char *)buf + done, len - done, flags);
-        io_uring_sqe_set_data(sqe, &req);
-        link_timeout(ring, sqe, timeout, &ts);
-        int res = timed_res(ring_one(ring, &req), timeout);
+        int res = op_end(ring, sqe, timeout);
         if (res < 0)
             return done ? (ssize_t)done : fail(-res);
         done += (size_t)res;
@@ -383,14 +375,9 @@ static int accept_(int fd, struct sockaddr *addr, socklen_t *addrlen, int flags)
     if (nb)
         return ITO_BLOCKING(accept4(fd, addr, addrlen, flags));
     uint64_t timeout = sock_timeout(fd, SO_RCVTIMEO);
-    struct __kernel_timespec ts;
-    struct ito__io_req req = REQ_INIT(ring);
-    ito__spin_lock(&ring->lock);
-    struct io_uring_sqe *sqe = ito__ring_sqe(ring);
+    struct io_uring_sqe *sqe = op_begin(ring);
     io_uring_prep_accept(sqe, fd, addr, addrlen, flags);
-    io_uring_sqe_set_data(sqe, &req);
-    link_timeout(ring, sqe, timeout, &ts);
-    int res = timed_res(ring_one(ring, &req), timeout);
+    int res = op_end(ring, sqe, timeout);
     return res < 0 ? (int)fail(-res) : res;
 }
 
@@ -403,15 +390,10 @@ static int connect_(int fd, const struct sockaddr *addr, socklen_t addrlen)
     if (nb)
         return ring ? connect(fd, addr, addrlen) : ITO_BLOCKING(connect(fd, addr, addrlen));
     uint64_t timeout = sock_timeout(fd, SO_SNDTIMEO);
-    struct __kernel_timespec ts;
-    struct ito__io_req req = REQ_INIT(ring);
-    ito__spin_lock(&ring->lock);
-    struct io_uring_sqe *sqe = ito__ring_sqe(ring);
+    struct io_uring_sqe *sqe = op_begin(ring);
     io_uring_prep_connect(sqe, fd, addr, addrlen);
-    io_uring_sqe_set_data(sqe, &req);
-    link_timeout(ring, sqe, timeout, &ts);
-    int res = ring_one(ring, &req);
-    if (timeout && (res == -ECANCELED || res == -EINTR)) {
+    int res = op_end(ring, sqe, timeout);
+    if (timeout && res == -EAGAIN) {
         /* SO_SNDTIMEO expired: the kernel's connect(2) then answers
          * EINPROGRESS for TCP (the handshake goes on) and EAGAIN for a Unix
          * socket (the listener's backlog stayed full). */
@@ -444,7 +426,7 @@ ITO_API int ito_connect(int fd, const struct sockaddr *addr, socklen_t addrlen)
  * into its stack. */
 static void poll_wait(struct ito__ring *ring, const struct pollfd *fds, nfds_t nfds, uint64_t deadline)
 {
-    struct ito__io_req req = REQ_INIT(ring);
+    struct ito__io_req req = { .thread = ito__thread_self(), .ring = ring };
     req.cancel_rest = true;
     struct __kernel_timespec ts;
     ito__spin_lock(&ring->lock);
@@ -458,9 +440,8 @@ static void poll_wait(struct ito__ring *ring, const struct pollfd *fds, nfds_t n
         req.pending++;
     }
     if (deadline) {
-        uint64_t now = ito__now_ns(), left = deadline > now ? deadline - now : 0;
-        ts.tv_sec = (long long)(left / 1000000000u);
-        ts.tv_nsec = (long long)(left % 1000000000u);
+        uint64_t now = ito__now_ns();
+        ts = ito__ring_timespec(deadline > now ? deadline - now : 0);
         struct io_uring_sqe *sqe = ito__ring_sqe(ring);
         io_uring_prep_timeout(sqe, &ts, 0, 0);
         io_uring_sqe_set_data(sqe, &req);
@@ -504,15 +485,12 @@ ITO_API int ito_openat(int dirfd, const char *path, int flags, mode_t mode)
     struct ito__ring *ring = my_ring();
     if (!ring)
         return ITO_BLOCKING(openat(dirfd, path, flags, mode));
-    struct ito__io_req req = REQ_INIT(ring);
-    ito__spin_lock(&ring->lock);
-    struct io_uring_sqe *sqe = ito__ring_sqe(ring);
+    struct io_uring_sqe *sqe = op_begin(ring);
     io_uring_prep_openat(sqe, dirfd, path, flags, mode);
     /* In a kernel worker from the start: io_uring's first, non-blocking try
      * would open a FIFO as if O_NONBLOCK were given. */
     sqe->flags |= IOSQE_ASYNC;
-    io_uring_sqe_set_data(sqe, &req);
-    int res = ring_one(ring, &req);
+    int res = op_end(ring, sqe, 0);
     return res < 0 ? (int)fail(-res) : res;
 }
 
@@ -523,12 +501,9 @@ ITO_API int ito_close(int fd)
         /* ThreadSanitizer must see the close (its interceptor forgets the
          * descriptor's history), or it reports races on a reused number. */
         return ITO_BLOCKING(close(fd));
-    struct ito__io_req req = REQ_INIT(ring);
-    ito__spin_lock(&ring->lock);
-    struct io_uring_sqe *sqe = ito__ring_sqe(ring);
+    struct io_uring_sqe *sqe = op_begin(ring);
     io_uring_prep_close(sqe, fd);
-    io_uring_sqe_set_data(sqe, &req);
-    int res = ring_one(ring, &req);
+    int res = op_end(ring, sqe, 0);
     return res < 0 ? (int)fail(-res) : 0;
 }
 
@@ -537,12 +512,9 @@ ITO_API int ito_fsync(int fd)
     struct ito__ring *ring = my_ring();
     if (!ring)
         return ITO_BLOCKING(fsync(fd));
-    struct ito__io_req req = REQ_INIT(ring);
-    ito__spin_lock(&ring->lock);
-    struct io_uring_sqe *sqe = ito__ring_sqe(ring);
+    struct io_uring_sqe *sqe = op_begin(ring);
     io_uring_prep_fsync(sqe, fd, 0);
-    io_uring_sqe_set_data(sqe, &req);
-    int res = ring_one(ring, &req);
+    int res = op_end(ring, sqe, 0);
     return res < 0 ? (int)fail(-res) : 0;
 }
 

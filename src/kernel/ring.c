@@ -351,9 +351,7 @@ unsigned ito__ring_sleep(struct ito__vproc *vp, uint64_t deadline)
     struct io_uring_getevents_arg arg = { .sigmask = 0, .sigmask_sz = _NSIG / 8, .ts = 0 };
     if (deadline) {
         uint64_t now = ito__now_ns();
-        uint64_t left = deadline > now ? deadline - now : 0;
-        ts.tv_sec = (long long)(left / 1000000000u);
-        ts.tv_nsec = (long long)(left % 1000000000u);
+        ts = ito__ring_timespec(deadline > now ? deadline - now : 0);
         arg.ts = (uint64_t)(uintptr_t)&ts;
     }
     int e = io_uring_enter2((unsigned)r->uring.ring_fd, 0, 1,

@@ -54,6 +54,13 @@ void ito__ring_wait(struct ito__ring *ring, struct ito__io_req *req);
 /* Submit without waiting (ring->lock held). */
 void ito__ring_submit(struct ito__ring *ring);
 
+/* ns as the kernel's timespec (relative timeouts of io_uring). */
+static inline struct __kernel_timespec ito__ring_timespec(uint64_t ns)
+{
+    return (struct __kernel_timespec){ .tv_sec = (long long)(ns / 1000000000u),
+                                       .tv_nsec = (long long)(ns % 1000000000u) };
+}
+
 /* Completions are waiting on `ring` (a hint, read without the lock). */
 static inline bool ito__ring_ready(struct ito__ring *ring)
 {
