@@ -300,6 +300,20 @@ static BENCH_UNUSED long long arg_int(int argc, char **argv, const char *name, l
     return v;
 }
 
+/* The vprocs for run_pair: --vprocs (or --cpus), by default 2 with `cross`
+ * and 1 without; ito is started with them when `ito`. */
+static BENCH_UNUSED int pair_vprocs(int argc, char **argv, bool ito, bool cross)
+{
+    int min = cross ? 2 : 1, vprocs = min;
+    if (ito) {
+        vprocs = (int)arg_int(argc, argv, "--vprocs", arg_int(argc, argv, "--cpus", vprocs));
+        if (vprocs < min || vprocs > cpus_usable())
+            bench_fail("--vprocs %d: between %d and %d here", vprocs, min, cpus_usable());
+        ito_start(vprocs);
+    }
+    return vprocs;
+}
+
 /* --cpus N (alias --vprocs N): how many CPUs a run uses; all usable ones by
  * default. ito runs on that many vprocs, pthreads are restricted to the first
  * that many usable CPUs. */

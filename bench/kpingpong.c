@@ -105,13 +105,7 @@ int main(int argc, char **argv)
             bench_fail("pipe2: %s", strerror(errno));
         }
     }
-    int vprocs = cross ? 2 : 1;
-    if (use_ito) {
-        vprocs = (int)arg_int(argc, argv, "--vprocs", arg_int(argc, argv, "--cpus", vprocs));
-        if (vprocs < (cross ? 2 : 1) || vprocs > cpus_usable())
-            bench_fail("--vprocs %d: between %d and %d here", vprocs, cross ? 2 : 1, cpus_usable());
-        ito_start(vprocs);
-    }
+    int vprocs = pair_vprocs(argc, argv, use_ito, cross);
     run(n / 10 + 1, cross, vprocs);
     ito_stats_t s0, s1;
     if (use_ito)

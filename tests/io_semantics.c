@@ -100,14 +100,18 @@ static long same_(const struct ctx *c, int line, const char *lcs, long r1, int e
  * when they fail. Evaluates to ic's result. */
 #define SAME(lc, ic)                                                                    \
     ({                                                                                  \
-        test_set_errno(SENTINEL);                                                       \
-        long r1_ = (long)(lc);                                                          \
-        int e1_ = test_errno();                                                         \
-        test_set_errno(SENTINEL);                                                       \
-        long r2_ = (long)(ic);                                                          \
-        int e2_ = test_errno();                                                         \
+        CALL_BOTH_(lc, ic);                                                             \
         same_(c, __LINE__, #lc, r1_, e1_, #ic, r2_, e2_);                               \
     })
+
+/* Call lc then ic, each from a sentinel errno: declares r1_, e1_, r2_, e2_. */
+#define CALL_BOTH_(lc, ic)                                                              \
+    test_set_errno(SENTINEL);                                                           \
+    long r1_ = (long)(lc);                                                              \
+    int e1_ = test_errno();                                                             \
+    test_set_errno(SENTINEL);                                                           \
+    long r2_ = (long)(ic);                                                              \
+    int e2_ = test_errno()
 
 /* Like SAME for reads: also the bytes read into b1 (libc) and b2 (ito). */
 #define SAME_READ(lc, ic, b1, b2)                                                       \
@@ -122,12 +126,7 @@ static long same_(const struct ctx *c, int line, const char *lcs, long r1, int e
  * a check of the test itself; a difference of ito's is reported once, by SAME. */
 #define SAMEX(lc, ic, want, werr)                                                       \
     ({                                                                                  \
-        test_set_errno(SENTINEL);                                                       \
-        long r1_ = (long)(lc);                                                          \
-        int e1_ = test_errno();                                                         \
-        test_set_errno(SENTINEL);                                                       \
-        long r2_ = (long)(ic);                                                          \
-        int e2_ = test_errno();                                                         \
+        CALL_BOTH_(lc, ic);                                                             \
         long w_ = (long)(want);                                                         \
         if (r1_ != w_ || (w_ == -1 && e1_ != (werr)))                                   \
             report(c, __LINE__, "the oracle %s returned %ld (%s), expected %ld (%s)",   \

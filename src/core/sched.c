@@ -113,17 +113,22 @@ unsigned ito__global_drain(struct ito__vproc *vp, unsigned max)
 
 /* t goes to its preferred vproc (not the caller's), or the caller is a
  * foreign kernel thread. */
+/* t (ready_reason set) goes to home's inbox. */
+static void send_home(struct ito__vproc *home, struct ito__thread *t)
+{
+    inbox_push(home, t);
+    ito__vproc_kick(home);
+    /* A busy home may keep it waiting: let an idle vproc watch its inbox
+     * (and rescue it, idle.c). */
+    if (atomic_load_explicit(&home->run_state, memory_order_relaxed) == ITO_VP_BUSY)
+        ito__idle_notify();
+}
+
 void ito__ready_slow(struct ito__thread *t, ito_ready_reason_t why)
 {
     t->ready_reason = (uint8_t)why;
     if (t->pref_vproc >= 0) {
-        struct ito__vproc *home = ito__rt.vprocs[t->pref_vproc];
-        inbox_push(home, t);
-        ito__vproc_kick(home);
-        /* A busy home may keep it waiting: let an idle vproc watch its inbox
-         * (and rescue it, idle.c). */
-        if (atomic_load_explicit(&home->run_state, memory_order_relaxed) == ITO_VP_BUSY)
-            ito__idle_notify();
+        send_home(ito__rt.vprocs[t->pref_vproc], t);
         return;
     }
     global_push(t);
@@ -376,12 +381,7 @@ static void requeue(struct ito__activation *act)
     act->requeue = NULL;
     ito__thread_set_state(t, ITO_TS_RUNNING, ITO_TS_READY);
     t->ready_reason = ITO_READY_WAKE;
-    int to = t->pref_vproc >= 0 ? t->pref_vproc : t->vp->index;
-    struct ito__vproc *home = ito__rt.vprocs[to];
-    inbox_push(home, t);
-    ito__vproc_kick(home);
-    /* Its owner may be busy for a while: let an idle vproc watch the inbox. */
-    ito__idle_notify();
+    send_home(ito__rt.vprocs[t->pref_vproc >= 0 ? t->pref_vproc : t->vp->index], t);
 }
 
 void ito__sched_loop(struct ito__activation *act)

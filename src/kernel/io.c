@@ -294,14 +294,12 @@ ITO_API ssize_t ito_writev(int fd, const struct iovec *iov, int iovcnt) { return
 
 /* ------------------------------------------------------------ sockets */
 
-static int socket_type(int fd)
+static bool stream_socket(int fd)
 {
     int type = 0;
     socklen_t len = sizeof type;
-    return getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0 ? type : -1;
+    return getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0 && type == SOCK_STREAM;
 }
-
-static bool stream_socket(int fd) { return socket_type(fd) == SOCK_STREAM; }
 
 /* recv or send; like rw, with MSG_DONTWAIT as the try. A send on a stream
  * socket goes on until complete. A recv with MSG_WAITALL (or MSG_PEEK) goes to
@@ -323,7 +321,7 @@ static ssize_t sr_(bool send_, int fd, void *buf, size_t len, int flags)
         if (r < 0 && !would_block(errno))
             return -1;
         done = r > 0 ? (size_t)r : 0;
-        if (r >= 0 && (done == len || !send_ || socket_type(fd) != SOCK_STREAM))
+        if (r >= 0 && (done == len || !send_ || !stream_socket(fd)))
             return r;   /* complete, or a send of records, which is never split */
     }
 

@@ -16,13 +16,13 @@
  *     warm caches (seed 000 §4.2; Cilk), FIFO for thieves, which take the
  *     oldest — usually largest — work;
  *   - a FIFO for threads that yielded, and for those that wake-ups push out
- *     of the slot (so a stream of wake-ups serves its threads in turn). Its owner uses it with plain loads and
- *     stores, so that ito_yield among the threads of one vproc costs no
- *     atomic instruction; a thief gets at it through a biased lock: the
- *     owner marks itself inside with a store and checks for a thief after a
- *     compiler barrier, a thief marks itself, runs the heavy fence
- *     (membarrier, idle.c) and waits for the owner to be out — a Dekker pair
- *     in which only the rare side pays.
+ *     of the slot (so a stream of wake-ups serves its threads in turn). Its
+ *     owner uses it with plain loads and stores, so that ito_yield among the
+ *     threads of one vproc costs no atomic instruction; a thief gets at it
+ *     through a biased lock: the owner marks itself inside with a store and
+ *     checks for a thief after a compiler barrier, a thief marks itself, runs
+ *     the heavy fence (membarrier, idle.c) and waits for the owner to be out
+ *     — a Dekker pair in which only the rare side pays.
  *
  * Stealing: an idle vproc visits the others from a random one on, and takes
  * half of the first non-empty deque it finds (at most ITO_WS_STEAL_MAX), one
