@@ -419,6 +419,43 @@ ITO_API bool ito_future_ready(ito_future_t f);
 ITO_API int ito_future_destroy(ito_future_t f);
 
 /* ------------------------------------------------------------------------ */
+/* Events (seed 000 Table 2, §1.2)                                           */
+/* ------------------------------------------------------------------------ */
+
+/* What the kernel would tell the thread system by upcall in seed 000, as ito
+ * learns it on Linux. */
+typedef enum ito_event_kind {
+    ITO_EVENT_VPROC_ADDED = 1,  /* a vproc started running threads (at initialization) */
+    ITO_EVENT_BLOCKED = 2,      /* `thread` blocked in the kernel and its vproc was handed to a
+                                   spare activation (ito_blocking_begin ... a long call) */
+    ITO_EVENT_UNBLOCKED = 3,    /* that call returned: `thread` is ready again, on `vproc` */
+    ITO_EVENT_PREEMPTED = 4,    /* `thread` used up its time slice and is switched out */
+} ito_event_kind_t;
+
+typedef struct ito_event {
+    ito_event_kind_t kind;
+    int vproc;              /* the vproc the event concerns; the hook runs on it */
+    ito_thread_t thread;    /* the thread it concerns (ITO_THREAD_NULL for VPROC_ADDED) */
+    uint64_t time_ns;       /* ito_now_ns() when it was reported */
+} ito_event_t;
+
+typedef void (*ito_event_hook_t)(const ito_event_t *event, void *arg);
+
+/* Install `hook` (NULL: none) to be called with arg for every event from now
+ * on; it replaces the previous one. Call it before ito_init to see the
+ * VPROC_ADDED events of initialization. Returns 0 or ENOMEM. Does not switch; any
+ * kernel thread may call it; not async-signal-safe.
+ *
+ * The hook runs on the vproc the event concerns, in ito's scheduler (inside
+ * one of its critical sections, not as any ito thread), between two threads.
+ * It must be short and must not block or switch: it may read and write its
+ * own data (atomics for data other vprocs use), call ito_now_ns, ito_vproc_self,
+ * ito_self, ito_spawn, ito_resume, ito_suspend of another thread, unlock or
+ * post (wake-ups), and the C library (a preemption is never reported from
+ * inside the C library). A call that may switch aborts with a message. */
+ITO_API int ito_event_hook_set(ito_event_hook_t hook, void *arg);
+
+/* ------------------------------------------------------------------------ */
 /* Statistics                                                                */
 /* ------------------------------------------------------------------------ */
 
@@ -431,6 +468,8 @@ typedef struct ito_stats {
     uint64_t steals;        /* threads taken from another vproc */
     uint64_t idle_sleeps;   /* times a vproc went to sleep for lack of work */
     uint64_t wakeups;       /* times a sleeping vproc was woken */
+    uint64_t preemptions;   /* time slices that ended in the thread's own code: it yielded there */
+    uint64_t recoveries;    /* time slices that ended inside ito: it yielded when ito was done */
 } ito_stats_t;
 
 ITO_API int ito_stats_get(ito_stats_t *stats);

@@ -1,7 +1,8 @@
 /* Misuse that cannot return an error code aborts with a clear message (each
  * case in a child process): ito_exit from a foreign kernel thread, switching
  * to a NULL continuation, resuming a continuation twice, returning from a
- * continuation's entry function. */
+ * continuation's entry function, unmatched or misplaced blocking brackets, a
+ * switch from inside an event hook. */
 #include <pthread.h>
 
 #include <ito/cont.h>
@@ -73,6 +74,34 @@ static void case_blocking_switch_inside(void)
     ito_yield();   /* may switch: not allowed inside the bracket */
 }
 
+static _Atomic bool hook_stop;
+
+static void yielding_hook(const ito_event_t *ev, void *arg)
+{
+    if (ev->kind == ITO_EVENT_PREEMPTED)
+        ito_yield();   /* may switch: not allowed in a hook */
+}
+
+static void *spinner(void *arg)
+{
+    while (!atomic_load_explicit(&hook_stop, memory_order_relaxed))
+        ;
+    return NULL;
+}
+
+static void case_hook_switch(void)
+{
+    OK(ito_event_hook_set(yielding_hook, NULL));
+    ito_config_t cfg = ITO_CONFIG_INIT;
+    cfg.vprocs = 1;
+    OK(ito_init(&cfg));
+    ito_thread_t a, b;
+    OK(ito_spawn(&a, NULL, spinner, NULL));
+    OK(ito_spawn(&b, NULL, spinner, NULL));
+    ito_sleep_ns(2000000000);   /* a slice ends long before */
+    atomic_store(&hook_stop, true);
+}
+
 static const struct {
     const char *name;
     void (*fn)(void);
@@ -85,6 +114,7 @@ static const struct {
     { "cont_return", case_cont_return, "returned" },
     { "blocking_end_alone", case_blocking_end_alone, "without a matching ito_blocking_begin" },
     { "blocking_switch_inside", case_blocking_switch_inside, "between ito_blocking_begin and" },
+    { "hook_switch", case_hook_switch, "from inside an event hook" },
 };
 
 int main(int argc, char **argv)

@@ -24,17 +24,23 @@
 
 #include "base/futex.h"
 #include "base/panic.h"
+#include "core/event.h"
 #include "core/runtime.h"
 #include "core/sanitizer.h"
 #include "core/sched.h"
 #include "core/stats.h"
 #include "core/thread.h"
 #include "core/vproc.h"
+#include "kernel/preempt.h"
 
 /* Read only from assembly (arch.h): `used` and `externally_visible` keep
  * link-time optimization from dropping or renaming it. */
 __thread struct ito__activation *ito__tls_act
     __attribute__((tls_model("initial-exec"), used, externally_visible));
+/* The running thread of this kernel thread's activation (NULL: none, or its
+ * scheduler context), and the critical-section word (base/critical.h). */
+__thread struct ito__thread *ito__tls_cur __attribute__((tls_model("initial-exec"), used, externally_visible));
+__thread uint32_t ito__tls_critical __attribute__((tls_model("initial-exec"), used, externally_visible));
 
 #define ACT_STACK (512 * 1024)       /* pthread stack of a started activation */
 #define SCHED_STACK (256 * 1024)     /* scheduler stack of the adopted activation */
@@ -57,6 +63,7 @@ void ito__activation_setup_self(struct ito__activation *a)
     }
     if (a->vp)
         ito__pin_self(a->vp->cpu);
+    ito__preempt_start_self(a);
 }
 
 /* Bounds of the calling kernel thread's own stack. */
@@ -81,6 +88,9 @@ static void *activation_main(void *arg)
     ito__activation_setup_self(a);
     own_stack(&a->sched_stack);
     a->sched_tsan_fiber = ito__tsan_current();
+    ito__critical_restore(1);   /* a scheduler context is one critical section */
+    if (a->vp)
+        ito__event(ITO_EVENT_VPROC_ADDED, a->vp, 0);
     ito__sched_loop(a);
 }
 
@@ -144,6 +154,10 @@ void ito__activation_park(struct ito__activation *a)
         ito__futex_wait(&a->park, 0, 0);
     if (ito__rt.pin)
         ito__pin_self(a->vp->cpu);
+    if (a->handoff_thread) {
+        ito__event(ITO_EVENT_BLOCKED, a->vp, a->handoff_thread);
+        a->handoff_thread = 0;
+    }
 }
 
 int ito__activation_adopt(struct ito__vproc *vp)
@@ -182,7 +196,7 @@ int ito__activation_adopt(struct ito__vproc *vp)
     ito__thread_set_state(t, ITO_TS_NEW, ITO_TS_RUNNING);
     uint64_t ctl = atomic_load_explicit(&t->ctl, memory_order_relaxed) & ~(uint64_t)UINT32_MAX;
     atomic_store_explicit(&t->ctl, ctl, memory_order_release);
-    vp->current = t;
+    ito__vproc_set_current(vp, t);
     atomic_store_explicit(&vp->run_state, ITO_VP_BUSY, memory_order_relaxed);
     ito__activation_setup_self(a);
     return 0;

@@ -16,6 +16,7 @@
 
 #include <ito/cont.h>
 
+#include "base/critical.h"
 #include "base/panic.h"
 #include "core/context.h"
 #include "core/sanitizer.h"
@@ -60,7 +61,9 @@ static void cont_entry(ito__transfer_t tr)
 {
     struct packet *p = tr.arg;
     ito_cont_fn_t fn = p->to->fn;
-    fn(arrived(tr, NULL));
+    ito_cont_transfer_t t = arrived(tr, NULL);
+    ito__critical_restore(0);   /* the switch's section ends here; the code runs outside any */
+    fn(t);
     ito__ctx_returned();
 }
 
@@ -86,6 +89,11 @@ ITO_API ito_cont_transfer_t ito_cont_switch(ito_cont_t to, void *value)
         ito__panic("ito_cont_switch: %s continuation; each continuation can be resumed once, and "
                    "the one to resume next is the `from` of the transfer you received",
                    to ? "an already resumed" : "a NULL");
+    /* A critical section: a time slice that ended in the middle of the
+     * sanitizers' fiber switch would switch fibers inside it. The depth is
+     * the resumed frame's own, restored below. */
+    uint32_t depth = ito__critical_depth();
+    ito__critical_enter();
     struct ito_cont self = { .stack_lo = NULL, .stack_size = 0, .tsan_fiber = ito__tsan_current() };
     struct packet p = { to, value };
     void *sp = to->ctx.sp;
@@ -93,7 +101,9 @@ ITO_API ito_cont_transfer_t ito_cont_switch(ito_cont_t to, void *value)
     ito__san_start(&self.fake_stack, to->stack_lo, to->stack_size);
     ito__tsan_switch(to->tsan_fiber);
     ito__transfer_t tr = ito__ctx_jump(&self.ctx, sp, &p);
-    return arrived(tr, self.fake_stack);
+    ito_cont_transfer_t r = arrived(tr, self.fake_stack);
+    ito__critical_restore(depth);
+    return r;
 }
 
 ITO_API int ito_cont_stack_alloc(ito_cont_stack_t *s, size_t size)

@@ -106,6 +106,13 @@ struct ito__thread *ito__thread_alloc(struct ito__vproc *vp)
     return t;
 }
 
+void ito__thread_free_here(struct ito__thread *t)
+{
+    ito__critical_enter();
+    ito__thread_free(ito__vproc_self(), t);
+    ito__critical_exit();
+}
+
 void ito__thread_free(struct ito__vproc *vp, struct ito__thread *t)
 {
     if (t->keys)

@@ -160,9 +160,11 @@ static void retry_at(struct ito__vproc *vp, uint64_t at)
 
 ITO_API void ito_policy_retry_after(uint64_t ns)
 {
+    ito__critical_enter();
     struct ito__vproc *vp = ito__vproc_self();
     if (vp)
         retry_at(vp, ito__now_ns() + ns);
+    ito__critical_exit();
 }
 
 /* Empty the inbox of a vproc that has stopped picking because its activation

@@ -19,11 +19,13 @@
 
 #include "base/env.h"
 #include "base/panic.h"
+#include "core/event.h"
 #include "core/runtime.h"
 #include "core/sched.h"
 #include "core/stack.h"
 #include "core/vproc.h"
 #include "kernel/monitor.h"
+#include "kernel/preempt.h"
 #include "kernel/ring.h"
 
 #define ITO_VPROCS_MAX 1024
@@ -104,6 +106,7 @@ static int start(const ito_config_t *c, bool adopt)
     }
     ito__rings_init();
     ito__overflow_install();
+    ito__preempt_init();
     if (adopt && (e = ito__activation_adopt(ito__rt.vprocs[0])))
         return e;
     for (int i = adopt ? 1 : 0; i < n; i++)
@@ -142,6 +145,14 @@ int ito__init_slow(const ito_config_t *cfg, bool explicit_call)
         }
     }
     pthread_mutex_unlock(&init_lock);
+    if (s != ITO_RT_READY && s != ITO_RT_FAILED && !e && ito__on_activation()) {
+        /* This kernel thread now carries vproc 0: report it, outside the
+         * lock (a hook may call ito). The others report from their own
+         * activations (activation.c). */
+        ito__critical_enter();
+        ito__event(ITO_EVENT_VPROC_ADDED, ito__vproc_self(), 0);
+        ito__critical_exit();
+    }
     errno = saved_errno;
     return e;
 }
@@ -158,8 +169,11 @@ ITO_API int ito_vproc_count(void)
 ITO_API int ito_vproc_self(void)
 {
     ito__ensure_init();
+    ito__critical_enter();
     struct ito__vproc *vp = ito__vproc_self();
-    return vp ? vp->index : -1;
+    int i = vp ? vp->index : -1;
+    ito__critical_exit();
+    return i;
 }
 
 ITO_API const char *ito_policy_name(void)

@@ -38,6 +38,7 @@ struct ito__inline_frame {
     void *jb[5];                    /* __builtin_setjmp buffer */
     struct ito__thread *joiner;
     void *sp;                       /* the join frame's stack pointer: free below it */
+    uint32_t depth;                 /* the joiner's critical-section depth */
     bool detached;                  /* the child was moved off this stack */
 };
 
@@ -51,8 +52,6 @@ bool ito__join_inline_fits(const struct ito__thread *self, const struct ito__thr
 /* The child finished on our stack: what ito__thread_exit does for others. */
 static void finish(struct ito__thread *t)
 {
-    if (t->keys)
-        ito__keys_run_destructors(t);   /* as the child; may switch */
     struct ito__vproc *vp = ito__vproc_self();
     ITO_STAT_INC(vp, exits);
     t->inl = NULL;
@@ -75,6 +74,7 @@ ITO_NOINLINE void ito__join_inline(struct ito__thread *self, struct ito__thread 
     f.joiner = self;
     f.sp = ito__arch_sp();
     f.detached = false;
+    f.depth = ito__critical_depth();
     self->saved_errno = *act->errno_ptr;
     t->inl = &f;
     t->stack.lo = self->stack.lo;
@@ -83,18 +83,24 @@ ITO_NOINLINE void ito__join_inline(struct ito__thread *self, struct ito__thread 
     t->tsan_fiber = self->tsan_fiber;
     t->started = true;
     t->vp = vp;
-    vp->current = t;
+    ito__vproc_set_current(vp, t);
     ITO_STAT_INC(vp, switches);
     *act->errno_ptr = 0;
+    /* The child's code runs outside any critical section, as on its own stack. */
+    ito__critical_restore(0);
     if (__builtin_setjmp(f.jb) == 0)
         t->result = t->fn(t->arg);
     /* Here the child has finished: it returned, or ito_exit jumped back, or
-     * (detached) it ran elsewhere, exited, and woke us through our context. */
+     * (detached) it ran elsewhere, exited, and woke us through our context.
+     * No section is open here on any of these paths. */
+    if (!f.detached && t->keys)
+        ito__keys_run_destructors(t);   /* as the child; may switch */
+    ito__critical_restore(f.depth);
     if (!f.detached)
         finish(t);
     act = ito__activation_self();
     vp = act->vp;
-    vp->current = self;
+    ito__vproc_set_current(vp, self);
     self->vp = vp;
     if (!f.detached)
         ito__thread_set_state(self, ITO_TS_BLOCKED, ITO_TS_RUNNING);
@@ -122,6 +128,7 @@ static void rejoin_entry(ito__transfer_t tr)
 {
     (void)tr;
     ito__after_switch_fresh();
+    ito__critical_restore(0);   /* as on the other paths back to the join frame */
     struct ito__thread *self = ito__thread_self();
     ito__san_no_return();
     __builtin_longjmp(self->inl_wait->jb, 1);

@@ -90,10 +90,11 @@ static void chain(struct sigaction *prev, int sig, siginfo_t *si, void *uc)
 
 static void on_fault(int sig, siginfo_t *si, void *uc)
 {
-    struct ito__activation *act = ito__activation_self();
+    /* A handler runs on the interrupted kernel thread: nothing migrates here. */
+    struct ito__activation *act = ito__arch_activation();
     uintptr_t addr = (uintptr_t)si->si_addr;
     if (act && act->vp) {
-        struct ito__thread *t = act->vp->current;
+        struct ito__thread *t = ito__thread_self();
         if (t && ito__stack_overflow_fault(&t->stack, addr, ito__rt.page)) {
             report("thread ", t->index, t->name, t->stack_size, si->si_addr);
             abort();

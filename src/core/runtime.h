@@ -46,6 +46,10 @@ struct ito__runtime {
     int nspares;                          /* spare_lock */
     _Atomic uint32_t monitor_asleep ITO_ALIGNED_CACHELINE; /* futex word of the monitor */
 
+    /* Preemption (kernel/preempt.c); set before the activations start. */
+    uint64_t timeslice_ns;                /* ITO_TIMESLICE_US; 0: off */
+    int preempt_signal;                   /* ITO_PREEMPT_SIGNAL */
+
     /* Threads created or exited outside any vproc (foreign spawns). */
     _Atomic int64_t foreign_spawns ITO_ALIGNED_CACHELINE;
     _Atomic bool main_exited;             /* main called ito_exit */

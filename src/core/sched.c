@@ -47,6 +47,7 @@
 #include "base/clock.h"
 #include "base/panic.h"
 #include "core/runtime.h"
+#include "core/event.h"
 #include "core/sanitizer.h"
 #include "core/stats.h"
 #include "kernel/ring.h"
@@ -147,6 +148,10 @@ ITO_NOINLINE void ito__inbox_drain(struct ito__vproc *vp, struct ito__thread *li
     }
     while (rev) {
         struct ito__thread *next = rev->qnext;
+        if (ITO_UNLIKELY(rev->flags & ITO_TF_UNBLOCKED)) {
+            rev->flags &= (uint8_t)~ITO_TF_UNBLOCKED;
+            ito__event(ITO_EVENT_UNBLOCKED, vp, ito__thread_id(rev, atomic_load_explicit(&rev->ctl, memory_order_relaxed)));
+        }
         ito__rt.policy->enqueue(&vp->pv, &rev->node, (ito_ready_reason_t)rev->ready_reason);
         rev = next;
     }
@@ -310,6 +315,11 @@ static void switch_to(struct ito__activation *act, struct ito__thread *cur, stru
     }
     if (ITO_LIKELY(vp))   /* NULL: an activation leaving its lost vproc (ito__switch_detach) */
         vp->current = next;
+    ito__arch_set_current(next);
+    /* Every switch happens inside a critical section; the depth travels with
+     * the context (base/critical.h). */
+    uint32_t depth = ito__critical_depth();
+    ITO_ASSERT(depth > 0);
     struct ito__ctx scratch;
     struct ito__ctx *from;
     void **fake_save;
@@ -329,6 +339,7 @@ static void switch_to(struct ito__activation *act, struct ito__thread *cur, stru
     ito__tsan_switch(fiber);
     ito__ctx_jump(from, sp, NULL);
     /* Resumed: possibly on another activation. */
+    ito__critical_restore(depth);
     after_resume(cur, cur ? cur->asan_fake_stack : ito__activation_self()->sched_fake_stack);
 }
 
@@ -339,19 +350,39 @@ void ito__switch_out(struct ito__thread *cur)
     if (ITO_UNLIKELY(!(cur->stack.flags & ITO_STACK_GUARDED)) &&
         (uintptr_t)ito__arch_sp() < (uintptr_t)cur->stack.lo + ITO_STACK_MARGIN)
         ito__stack_overflowed(cur->stack_size, cur->index, cur->name);
+    ito__critical_enter();
     struct ito__activation *act = ito__activation_self();
+    if (ITO_UNLIKELY(act->in_hook))
+        ito__panic("thread %u \"%s\" called an ito function that may switch from inside an event "
+                   "hook; a hook runs in ito's scheduler and must not block or switch (see "
+                   "ito_event_hook_set)", cur->index, cur->name);
     if (ITO_UNLIKELY(act->blocking))
         ito__panic("thread %u \"%s\" called an ito function that may switch between "
                    "ito_blocking_begin and ito_blocking_end; only the blocking system call itself "
                    "belongs there", cur->index, cur->name);
     struct ito__thread *next = ito__pick_local(act->vp);
-    if (next == cur)
-        return;   /* it was made ready again before it left: keep running */
-    switch_to(act, cur, next, false);
+    if (next != cur)   /* cur: it was made ready again before it left: keep running */
+        switch_to(act, cur, next, false);
+    ito__critical_exit();
+}
+
+void ito__preempt_switch(struct ito__thread *self)
+{
+    ito__critical_enter();
+    struct ito__vproc *vp = ito__vproc_self();
+    /* A slice's end is a tick: timers, completions and the global queue are
+     * looked at now, not after ITO_PERIODIC_PICKS more slices. */
+    periodic(vp);
+    ito__event(ITO_EVENT_PREEMPTED, vp, ito__thread_id(self, atomic_load_explicit(&self->ctl, memory_order_relaxed)));
+    ito__thread_set_state(self, ITO_TS_RUNNING, ITO_TS_READY);
+    ito__rt.policy->enqueue(&vp->pv, &self->node, ITO_READY_PREEMPT);
+    ito__switch_out(self);
+    ito__critical_exit();
 }
 
 void ito__switch_out_dead(struct ito__vproc *vp, struct ito__thread *next)
 {
+    ITO_ASSERT(ito__critical_depth() > 0);   /* the caller's, since it chose vp */
     struct ito__activation *act = vp->act;
     if (!next)
         next = ito__pick_local(vp);
@@ -361,14 +392,18 @@ void ito__switch_out_dead(struct ito__vproc *vp, struct ito__thread *next)
 
 void ito__switch_detach(struct ito__thread *cur)
 {
+    ito__critical_enter();
     struct ito__activation *act = ito__activation_self();
     act->requeue = cur;
     switch_to(act, cur, NULL, false);
+    ito__critical_exit();
 }
 
 void ito__switch_to(struct ito__thread *cur, struct ito__thread *next)
 {
+    ito__critical_enter();
     switch_to(ito__activation_self(), cur, next, false);
+    ito__critical_exit();
 }
 
 /* ------------------------------------------------------------- run loop */
@@ -381,6 +416,8 @@ static void requeue(struct ito__activation *act)
     act->requeue = NULL;
     ito__thread_set_state(t, ITO_TS_RUNNING, ITO_TS_READY);
     t->ready_reason = ITO_READY_WAKE;
+    if (ito__event_hooked())
+        t->flags |= ITO_TF_UNBLOCKED;   /* reported by the vproc that takes it (inbox_drain) */
     send_home(ito__rt.vprocs[t->pref_vproc >= 0 ? t->pref_vproc : t->vp->index], t);
 }
 
@@ -416,6 +453,7 @@ void ito__sched_entry(ito__transfer_t tr)
 {
     (void)tr;
     after_resume(NULL, NULL);
+    ito__critical_restore(1);   /* a scheduler context is one critical section */
     ito__sched_loop(ito__activation_self());
 }
 
@@ -424,8 +462,11 @@ void ito__thread_entry(ito__transfer_t tr)
 {
     (void)tr;
     after_resume(NULL, NULL);
-    struct ito__thread *self = ito__activation_self()->vp->current;
-    *ito__activation_self()->errno_ptr = 0;
+    errno = 0;
+    /* The switch that started us ran in the switcher's critical section; the
+     * thread's own code runs outside any. */
+    ito__critical_restore(0);
+    struct ito__thread *self = ito__thread_self();
     void *r = self->fn(self->arg);
     ito__thread_exit(ito__thread_self(), r);
 }

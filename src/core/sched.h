@@ -45,20 +45,27 @@ void ito__ready_slow(struct ito__thread *t, ito_ready_reason_t why);
  * queue when called from a foreign kernel thread. Never switches. */
 static inline void ito__ready(struct ito__thread *t, ito_ready_reason_t why)
 {
+    ito__critical_enter();
     struct ito__vproc *vp = ito__vproc_self();
     if (ITO_LIKELY(vp && (t->pref_vproc < 0 || t->pref_vproc == vp->index))) {
         ito__rt.policy->enqueue(&vp->pv, &t->node, why);
         if (why != ITO_READY_YIELD)
             ito__idle_notify();
-        return;
+    } else {
+        ito__ready_slow(t, why);
     }
-    ito__ready_slow(t, why);
+    ito__critical_exit();
 }
 
 /* The running thread `cur` gives up its vproc after changing its own state
  * (READY and enqueued, BLOCKED, SUSPENDED). Returns when it runs again,
  * possibly on another vproc. */
 void ito__switch_out(struct ito__thread *cur);
+
+/* The running thread `self` (RUNNING) has used up its time slice: do the
+ * periodic work, queue it (ITO_READY_PREEMPT) and run another. Returns when
+ * self runs again. */
+void ito__preempt_switch(struct ito__thread *self);
 
 /* The running thread has exited: run `next` (claimed) if not NULL, else
  * whatever vp has; never come back. */

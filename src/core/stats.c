@@ -23,6 +23,8 @@ ITO_API int ito_stats_get(ito_stats_t *s)
         s->steals += ITO_STAT_READ(vp, steals);
         s->idle_sleeps += ITO_STAT_READ(vp, idle_sleeps);
         s->wakeups += ITO_STAT_READ(vp, wakeups);
+        s->preemptions += ITO_STAT_READ(vp, preemptions);
+        s->recoveries += ITO_STAT_READ(vp, recoveries);
     }
     s->spawns += (uint64_t)atomic_load_explicit(&ito__rt.foreign_spawns, memory_order_relaxed);
     return 0;

@@ -184,10 +184,13 @@ int ito__spawn(uint64_t *id_out, const ito_attr_t *attr, void *(*fn)(void *), vo
     if (!id_out && !(ctl_flags & ITO_CTL_DETACHED))
         return EINVAL;
 
+    ito__critical_enter();   /* the vproc's descriptor cache and ready queue */
     struct ito__vproc *vp = ito__vproc_self();
     struct ito__thread *t = ito__thread_alloc(vp);
-    if (!t)
+    if (!t) {
+        ito__critical_exit();
         return EAGAIN;
+    }
     /* The descriptor is clean (thread.h): set only what this thread chose. */
     t->pref_vproc = (int16_t)pref;
     t->prio = prio;
@@ -209,6 +212,7 @@ int ito__spawn(uint64_t *id_out, const ito_attr_t *attr, void *(*fn)(void *), vo
     /* Release: handle lookups (acquire) see an initialized descriptor. */
     atomic_store_explicit(&t->ctl, ctl, memory_order_release);
     ito__ready(t, ITO_READY_SPAWN);
+    ito__critical_exit();
     return 0;
 }
 
@@ -242,6 +246,7 @@ void ito__thread_exit(struct ito__thread *t, void *result)
     if (t->keys)
         ito__keys_run_destructors(t);   /* user code: may switch */
     t->result = result;
+    ito__critical_enter();   /* never left: the thread ends in its last switch */
     struct ito__vproc *vp = ito__vproc_self();
     if (ITO_UNLIKELY(t->flags & ITO_TF_MAIN))
         atomic_store_explicit(&ito__rt.main_exited, true, memory_order_release);
@@ -359,14 +364,14 @@ ITO_API int ito_join(ito_thread_t th, void **result)
     struct ito__thread *t = ito__handle_lookup(th.id, &ctl);
     if (!t)
         return ESRCH;
-    struct ito__activation *act = ito__activation_self();
-    struct ito__thread *self = act ? act->vp->current : NULL;
+    struct ito__thread *self = ito__thread_self();
     if (t == self)
         return EDEADLK;
     uint32_t claim = self ? ITO_CTL_JOINED | ITO_CTL_JOINER_ITO : ITO_CTL_JOINED;
     e = ito__ctl_change(t, th.id, &ctl, 0, ITO_CTL_DETACHED | ITO_CTL_JOINED | ITO_CTL_FUTURE, EINVAL, claim, 0);
     if (e)
         return e;
+    ito__critical_enter();
     /* Claimed: nobody else frees t now. */
     if (!(ctl & ITO_CTL_EXITED)) {
         if (!self) {
@@ -376,7 +381,7 @@ ITO_API int ito_join(ito_thread_t th, void **result)
              * (it waits for `joiner` once it sees JOINER_ITO). */
             ito__thread_set_state(self, ITO_TS_RUNNING, ITO_TS_BLOCKED);
             atomic_store_explicit(&t->joiner, self, memory_order_release);
-            ito_policy_vproc_t *pv = &act->vp->pv;
+            ito_policy_vproc_t *pv = &ito__vproc_self()->pv;
             if (ito__thread_state(t) == ITO_TS_NEW && ito__rt.policy->take &&
                 ito__rt.policy->take(pv, &t->node) && ito__claim(t)) {
                 /* Not started yet: run it right now — on our own stack if it
@@ -393,6 +398,7 @@ ITO_API int ito_join(ito_thread_t th, void **result)
     if (result)
         *result = t->result;
     ito__thread_free(ito__vproc_self(), t);
+    ito__critical_exit();
     return 0;
 }
 
@@ -410,7 +416,7 @@ ITO_API int ito_detach(ito_thread_t th)
     if (e)
         return e;
     if (ctl & ITO_CTL_EXITED)   /* already exited: we are the last to know it */
-        ito__thread_free(ito__vproc_self(), t);
+        ito__thread_free_here(t);
     return 0;
 }
 
@@ -422,15 +428,16 @@ ITO_API void ito_yield(void)
         sched_yield();
         return;
     }
-    struct ito__activation *act = ito__activation_self();
-    if (!act) {
-        sched_yield();
+    struct ito__thread *self = ito__thread_self();
+    if (!self) {
+        sched_yield();   /* a foreign kernel thread */
         return;
     }
-    struct ito__thread *self = act->vp->current;
+    ito__critical_enter();
     ito__thread_set_state(self, ITO_TS_RUNNING, ITO_TS_READY);
-    ito__rt.policy->enqueue(&act->vp->pv, &self->node, ITO_READY_YIELD);
+    ito__rt.policy->enqueue(&ito__vproc_self()->pv, &self->node, ITO_READY_YIELD);
     ito__switch_out(self);
+    ito__critical_exit();
 }
 
 ITO_API ito_thread_t ito_self(void)

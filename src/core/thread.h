@@ -69,6 +69,7 @@ static inline uint32_t ito__ctl_pins(uint64_t ctl) { return (uint32_t)ctl >> ITO
 /* thread flags (immutable while the thread lives) */
 enum {
     ITO_TF_MAIN = 1u << 0,        /* the adopted initial kernel thread's context */
+    ITO_TF_UNBLOCKED = 1u << 1,   /* back from a handed-off kernel call: report it (event.c) */
 };
 
 struct ito__vproc;
@@ -192,6 +193,8 @@ static inline struct ito__thread *ito__handle_lookup(uint64_t id, uint64_t *ctl_
  * (ito__thread_free resets what running changed). */
 struct ito__thread *ito__thread_alloc(struct ito__vproc *vp);
 void ito__thread_free(struct ito__vproc *vp, struct ito__thread *t);
+/* ito__thread_free to the calling vproc's cache (or the shared pool). */
+void ito__thread_free_here(struct ito__thread *t);
 /* Atomically turn t's ctl into (ctl | set) + add while it still belongs to
  * the handle `id`: ESRCH if it does not (reused or freed), `err` if ctl has
  * any flag of `refuse` or lacks one of `need`. On success *ctl holds the value

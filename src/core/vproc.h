@@ -20,10 +20,13 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <sys/types.h>
+#include <time.h>
 
 #include <ito/policy.h>
 
 #include "base/compiler.h"
+#include "base/critical.h"
+#include "base/panic.h"
 #include "base/spinlock.h"
 #include "core/context.h"
 #include "core/stack.h"
@@ -41,6 +44,8 @@ struct ito__vproc_stats {
     uint64_t steals;
     uint64_t idle_sleeps;
     uint64_t wakeups;
+    uint64_t preemptions;
+    uint64_t recoveries;
 };
 
 struct ito__activation {
@@ -60,10 +65,19 @@ struct ito__activation {
     size_t mapping_size;
     /* Blocking calls and hand-offs (kernel/blocking.c, kernel/monitor.c). */
     unsigned blocking;              /* depth of ito_blocking_begin on this kernel thread */
-    struct ito__thread *blocked;    /* the thread inside the outermost bracket */
+    /* The thread inside the outermost bracket. Written by this activation;
+     * the monitor reads it (relaxed) for the BLOCKED event, racing with a
+     * call that ends meanwhile — it then discards what it read. */
+    _Atomic(struct ito__thread *) blocked;
     struct ito__thread *requeue;    /* lost its vproc: the scheduler context readies it */
     _Atomic uint32_t park;          /* a spare sleeps on it; 1: it was given a vproc */
     struct ito__activation *spare_next; /* spare list (ito__rt.spare_lock) */
+    /* Events (core/event.c). */
+    bool in_hook;                   /* the application's hook runs here: no switching */
+    uint64_t handoff_thread;        /* id of the thread whose blocked call gave us our vproc */
+    /* Time slices (kernel/preempt.c); the activation's own. */
+    timer_t slice_timer;
+    uint64_t slice_ticks;           /* vp->ticks at the last tick */
 };
 
 /* What the next context to run on this vproc must finish for the previous
@@ -114,8 +128,19 @@ enum { ITO_KS_RUN = 0, ITO_KS_KERNEL = 1, ITO_KS_MASK = 1 };
  * SLEEPING -> IDLE by whoever wakes it. */
 enum { ITO_VP_IDLE = 0, ITO_VP_SLEEPING = 1, ITO_VP_BUSY = 2 };
 
-/* The activation running the caller, NULL for a foreign kernel thread. */
-static inline struct ito__activation *ito__activation_self(void) { return ito__arch_activation(); }
+/* The activation running the caller, NULL for a foreign kernel thread.
+ * An ito thread may be preempted and resume on another activation at any
+ * instruction outside a critical section (base/critical.h), so the result —
+ * and its vproc — may only be used inside one (checked in ITO_DEBUG builds). */
+static inline struct ito__activation *ito__activation_self(void)
+{
+    struct ito__activation *a = ito__arch_activation();
+    ITO_ASSERT(!a || ito__critical_depth() > 0);
+    return a;
+}
+
+/* Whether the caller runs on one of ito's activations (a stable answer). */
+static inline bool ito__on_activation(void) { return ito__arch_activation() != NULL; }
 
 static inline struct ito__vproc *ito__vproc_self(void)
 {
@@ -124,11 +149,14 @@ static inline struct ito__vproc *ito__vproc_self(void)
 }
 
 /* The running ito thread, NULL for a foreign kernel thread (or in a
- * scheduler context). */
-static inline struct ito__thread *ito__thread_self(void)
+ * scheduler context). One thread-local load: valid wherever it is called. */
+static inline struct ito__thread *ito__thread_self(void) { return ito__arch_current(); }
+
+/* Make t the running thread of vp, on the calling activation. */
+static inline void ito__vproc_set_current(struct ito__vproc *vp, struct ito__thread *t)
 {
-    struct ito__activation *a = ito__activation_self();
-    return a ? a->vp->current : NULL;
+    vp->current = t;
+    ito__arch_set_current(t);
 }
 
 /* vproc.c: CPU discovery and pinning */

@@ -30,9 +30,12 @@
 
 ITO_API void ito_blocking_begin(void)
 {
-    struct ito__activation *a = ito__activation_self();
-    if (!a || !ito__rt.activations)
+    if (!ito__on_activation() || !ito__rt.activations)
         return;   /* a foreign kernel thread, or hand-offs are off */
+    /* The bracket is a critical section: the thread stays on this kernel
+     * thread until ito_blocking_end (a time slice cannot move it). */
+    ito__critical_enter();
+    struct ito__activation *a = ito__activation_self();
     if (a->blocking) {
         /* Nested: the outermost bracket counts. The vproc may belong to
          * another activation already: do not look at it. */
@@ -43,7 +46,7 @@ ITO_API void ito_blocking_begin(void)
     if (!vp->current)
         return;   /* the scheduler context */
     a->blocking = 1;
-    a->blocked = vp->current;
+    atomic_store_explicit(&a->blocked, vp->current, memory_order_relaxed);
     atomic_store_explicit(&vp->kcalls, atomic_load_explicit(&vp->kcalls, memory_order_relaxed) + 1,
                           memory_order_relaxed);
     atomic_store_explicit(&vp->kstate, (uintptr_t)a | ITO_KS_KERNEL, memory_order_release);
@@ -56,25 +59,40 @@ ITO_API void ito_blocking_begin(void)
 
 ITO_API void ito_blocking_end(void)
 {
-    struct ito__activation *a = ito__activation_self();
-    if (!a || !ito__rt.activations)
+    if (!ito__on_activation() || !ito__rt.activations)
         return;
-    if (ITO_UNLIKELY(a->blocking == 0)) {
-        if (!a->vp || !a->vp->current)
+    if (ITO_UNLIKELY(ito__critical_depth() == 0)) {
+        struct ito__thread *t = ito__thread_self();
+        if (!t)
             return;
         ito__panic("ito_blocking_end without a matching ito_blocking_begin (thread %u \"%s\")",
-                   a->vp->current->index, a->vp->current->name);
+                   t->index, t->name);
     }
-    if (--a->blocking)
+    struct ito__activation *a = ito__activation_self();
+    if (a->blocking == 0) {
+        /* A bracket in a scheduler context (begin found no thread), or an
+         * unmatched end inside one of ito's own sections. */
+        if (!ito__thread_self()) {
+            ito__critical_exit();
+            return;
+        }
+        ito__panic("ito_blocking_end without a matching ito_blocking_begin (thread %u \"%s\")",
+                   ito__thread_self()->index, ito__thread_self()->name);
+    }
+    if (--a->blocking) {
+        ito__critical_exit();
         return;
+    }
     struct ito__vproc *vp = a->vp;
-    struct ito__thread *self = a->blocked;
-    a->blocked = NULL;
+    struct ito__thread *self = atomic_load_explicit(&a->blocked, memory_order_relaxed);
     uintptr_t mark = (uintptr_t)a | ITO_KS_KERNEL;
-    if (ITO_LIKELY(atomic_compare_exchange_strong_explicit(&vp->kstate, &mark, (uintptr_t)a | ITO_KS_RUN,
-                                                           memory_order_acq_rel, memory_order_relaxed)))
-        return;   /* still ours */
-    /* The monitor gave vp to a spare: leave it alone from here on. */
-    a->vp = NULL;
-    ito__switch_detach(self);
+    bool kept = atomic_compare_exchange_strong_explicit(&vp->kstate, &mark, (uintptr_t)a | ITO_KS_RUN,
+                                                        memory_order_acq_rel, memory_order_relaxed);
+    atomic_store_explicit(&a->blocked, NULL, memory_order_relaxed);
+    if (ITO_UNLIKELY(!kept)) {
+        /* The monitor gave vp to a spare: leave it alone from here on. */
+        a->vp = NULL;
+        ito__switch_detach(self);
+    }
+    ito__critical_exit();
 }

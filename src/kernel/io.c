@@ -52,21 +52,27 @@ static inline struct ito__ring *my_ring(void)
 {
     if (ITO_UNLIKELY(!ito__initialized()) && ito__ensure_init())
         return NULL;
+    /* The ring of the vproc the thread runs on now; if a time slice moves it
+     * before it issues, it issues on that ring from another vproc, which the
+     * ring's lock allows. */
+    ito__critical_enter();
     struct ito__activation *a = ito__activation_self();
-    if (!a || !a->vp->current)
-        return NULL;
-    return a->vp->ring;
+    struct ito__ring *r = a && a->vp->current ? a->vp->ring : NULL;
+    ito__critical_exit();
+    return r;
 }
 
 /* Set errno of the kernel thread running the caller now (after a switch it
  * may be another one than before: read the activation afresh). */
 static void set_errno(int e)
 {
+    ito__critical_enter();
     struct ito__activation *a = ito__activation_self();
     if (a)
         *a->errno_ptr = e;
     else
         errno = e;
+    ito__critical_exit();
 }
 
 static ssize_t fail(int e)

@@ -135,6 +135,16 @@ static bool hand_off(struct ito__vproc *vp, uintptr_t mark)
         }
         return false;   /* one is being started (provision); next scan */
     }
+    /* The thread in the call, for the BLOCKED event: read before the CAS
+     * (after it, the carrier may already be clearing it). If the call ends
+     * meanwhile the CAS fails and this is discarded; descriptors are
+     * type-stable, so reading a stale one is harmless. */
+    uint64_t blocked_id = 0;
+    struct ito__thread *t =
+        atomic_load_explicit(&((struct ito__activation *)(mark & ~(uintptr_t)ITO_KS_MASK))->blocked,
+                             memory_order_relaxed);
+    if (t)
+        blocked_id = ito__thread_id(t, atomic_load_explicit(&t->ctl, memory_order_relaxed));
     /* Acquire: what the carrier wrote to vp before its release store of the
      * mark (blocking.c) is visible here, and to the spare through park. The
      * spare is the carrier from now on: the old one's CAS will fail. */
@@ -146,6 +156,7 @@ static bool hand_off(struct ito__vproc *vp, uintptr_t mark)
     vp->act = s;
     vp->current = NULL;   /* the spare starts in its scheduler context */
     s->vp = vp;
+    s->handoff_thread = blocked_id;   /* the spare reports the event (activation.c) */
     /* Release pairs with the spare's acquire load in ito__activation_park. */
     atomic_store_explicit(&s->park, 1, memory_order_release);
     ito__futex_wake(&s->park, 1);

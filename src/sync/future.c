@@ -27,7 +27,7 @@ static void unpin(struct ito__thread *t)
 {
     uint64_t ctl = atomic_fetch_sub_explicit(&t->ctl, ITO_CTL_PIN, memory_order_acq_rel) - ITO_CTL_PIN;
     if (ito__ctl_pins(ctl) == 0 && (ctl & ITO_CTL_RELEASED) && (ctl & ITO_CTL_EXITED))
-        ito__thread_free(ito__vproc_self(), t);
+        ito__thread_free_here(t);
 }
 
 ITO_API int ito_future_touch(ito_future_t f, void **value)
@@ -75,6 +75,6 @@ ITO_API int ito_future_destroy(ito_future_t f)
     if (e)
         return e;
     if ((ctl & ITO_CTL_EXITED) && ito__ctl_pins(ctl) == 0)
-        ito__thread_free(ito__vproc_self(), t);
+        ito__thread_free_here(t);
     return 0;
 }

@@ -1,5 +1,5 @@
 /* x86-64 specifics used by the core: the CPU pause hint, the cycle counter,
- * reading ito's one thread-local variable, and the saved-frame layout of a
+ * reading ito's thread-local variables, and the saved-frame layout of a
  * context (see context.S). A port provides the same names in
  * src/arch/<arch>/arch.h and context.S; the core has no #ifdef on the arch. */
 #ifndef ITO_ARCH_H
@@ -36,6 +36,115 @@ static inline struct ito__activation *ito__arch_activation(void)
                          :
                          : "memory");
     return a;
+}
+
+/* The current thread and the critical-section word (base/critical.h) are
+ * thread-local too, for the same reason accessed only by single %fs-relative
+ * instructions: a thread may be preempted between any two of its own
+ * instructions and resume on another kernel thread, so an address computed
+ * from one kernel thread's %fs base must never be used after it. */
+struct ito__thread;
+extern __thread struct ito__thread *ito__tls_cur __attribute__((tls_model("initial-exec")));
+extern __thread uint32_t ito__tls_critical __attribute__((tls_model("initial-exec")));
+
+static inline struct ito__thread *ito__arch_current(void)
+{
+    struct ito__thread *t;
+    __asm__ __volatile__("movq ito__tls_cur@gottpoff(%%rip), %0\n\t"
+                         "movq %%fs:(%0), %0"
+                         : "=r"(t)
+                         :
+                         : "memory");
+    return t;
+}
+
+static inline void ito__arch_set_current(struct ito__thread *t)
+{
+    uint64_t off;
+    __asm__ __volatile__("movq ito__tls_cur@gottpoff(%%rip), %0\n\t"
+                         "movq %1, %%fs:(%0)"
+                         : "=&r"(off)
+                         : "r"(t)
+                         : "memory");
+}
+
+/* Add n to the critical-section word; returns nothing. One instruction on
+ * the word, so a signal handler on the same kernel thread sees it either
+ * before or after. */
+static inline void ito__arch_critical_add(uint32_t n)
+{
+    uint64_t off;
+    __asm__ __volatile__("movq ito__tls_critical@gottpoff(%%rip), %0\n\t"
+                         "addl %1, %%fs:(%0)"
+                         : "=&r"(off)
+                         : "ir"(n)
+                         : "memory", "cc");
+}
+
+/* Subtract 1 from the critical-section word and return its new value. */
+static inline uint32_t ito__arch_critical_dec(void)
+{
+    uint64_t off;
+    uint32_t v;
+    __asm__ __volatile__("movq ito__tls_critical@gottpoff(%%rip), %0\n\t"
+                         "subl $1, %%fs:(%0)\n\t"
+                         "movl %%fs:(%0), %1"
+                         : "=&r"(off), "=r"(v)
+                         :
+                         : "memory", "cc");
+    return v;
+}
+
+static inline uint32_t ito__arch_critical_get(void)
+{
+    uint64_t off;
+    uint32_t v;
+    __asm__ __volatile__("movq ito__tls_critical@gottpoff(%%rip), %0\n\t"
+                         "movl %%fs:(%0), %1"
+                         : "=&r"(off), "=r"(v)
+                         :
+                         : "memory");
+    return v;
+}
+
+static inline void ito__arch_critical_set(uint32_t v)
+{
+    uint64_t off;
+    __asm__ __volatile__("movq ito__tls_critical@gottpoff(%%rip), %0\n\t"
+                         "movl %1, %%fs:(%0)"
+                         : "=&r"(off)
+                         : "r"(v)
+                         : "memory");
+}
+
+/* Set bits in the critical-section word (a signal handler marking a
+ * preemption pending; one instruction). */
+static inline void ito__arch_critical_or(uint32_t bits)
+{
+    uint64_t off;
+    __asm__ __volatile__("movq ito__tls_critical@gottpoff(%%rip), %0\n\t"
+                         "orl %1, %%fs:(%0)"
+                         : "=&r"(off)
+                         : "ir"(bits)
+                         : "memory", "cc");
+}
+
+/* The instruction pointer and stack pointer of an interrupted context. */
+#define ITO_ARCH_UC_PC(uc) ((uintptr_t)(uc)->uc_mcontext.gregs[REG_RIP])
+#define ITO_ARCH_UC_SP(uc) ((uintptr_t)(uc)->uc_mcontext.gregs[REG_RSP])
+/* Its general-purpose registers: gregs[0..15] are r8..r15, rdi, rsi, rbp,
+ * rbx, rdx, rax, rcx, rsp (sys/ucontext.h). */
+#define ITO_ARCH_UC_NGPR 16
+#define ITO_ARCH_UC_GPR(uc, i) ((uintptr_t)(uc)->uc_mcontext.gregs[i])
+
+/* The thread pointer (the %fs base): glibc keeps its own address at %fs:0.
+ * The static TLS blocks lie below it, the C library's thread descriptor
+ * above (TLS variant II). */
+static inline uintptr_t ito__arch_thread_pointer(void)
+{
+    uintptr_t tp;
+    __asm__("movq %%fs:0, %0" : "=r"(tp));
+    return tp;
 }
 
 /* The FP control state that travels with a context: MXCSR (low 32 bits) and
