@@ -19,6 +19,7 @@
 #include "core/event.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 
 #include "base/clock.h"
@@ -26,6 +27,8 @@
 #include "core/vproc.h"
 
 _Atomic(const struct ito__hook *) ito__event_hook;
+static pthread_mutex_t set_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ito__hook *current, *retired;   /* set_lock */
 
 ITO_API int ito_event_hook_set(ito_event_hook_t fn, void *arg)
 {
@@ -36,9 +39,17 @@ ITO_API int ito_event_hook_set(ito_event_hook_t fn, void *arg)
             return ENOMEM;
         h->fn = fn;
         h->arg = arg;
+        h->retired_next = NULL;
     }
+    pthread_mutex_lock(&set_lock);
     /* Release pairs with the acquire load in ito__event. */
     atomic_store_explicit(&ito__event_hook, h, memory_order_release);
+    if (current) {
+        current->retired_next = retired;
+        retired = current;
+    }
+    current = h;
+    pthread_mutex_unlock(&set_lock);
     return 0;
 }
 

@@ -14,6 +14,7 @@ struct ito__thread;
 struct ito__hook {
     ito_event_hook_t fn;
     void *arg;
+    struct ito__hook *retired_next;   /* replaced records (event.c) */
 };
 
 /* The installed hook, NULL if none (event.c). */

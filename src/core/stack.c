@@ -50,7 +50,13 @@ struct ito__stack_chunk {
     size_t len;
     unsigned n;           /* stacks carved from it */
     unsigned nfree;       /* of them, in the global pool (pool.lock) */
+    struct ito__stack_chunk *all_next;   /* every chunk (chunks) */
 };
+
+/* Chunks live as long as the process; this list keeps their records
+ * reachable for leak checkers while every stack of a chunk sits in places
+ * they do not scan. Pushed with a CAS; never popped. */
+static _Atomic(struct ito__stack_chunk *) chunks;
 
 struct pool {
     ito__spinlock lock;
@@ -173,7 +179,12 @@ static unsigned map_chunk(struct ito__stack *out, unsigned max)
             atomic_fetch_add(&guarded_left, ITO_CHUNK_GUARDED);
         return 0;
     }
-    *chunk = (struct ito__stack_chunk){ base, n * stride, n, 0 };
+    *chunk = (struct ito__stack_chunk){ base, n * stride, n, 0, NULL };
+    /* Relaxed: only a leak checker at exit reads the list. */
+    chunk->all_next = atomic_load_explicit(&chunks, memory_order_relaxed);
+    while (!atomic_compare_exchange_weak_explicit(&chunks, &chunk->all_next, chunk, memory_order_relaxed,
+                                                  memory_order_relaxed))
+        ;
     struct ito__stack extra[ITO_CHUNK_UNGUARDED];
     unsigned k = 0, nextra = 0;
     for (unsigned i = 0; i < n; i++) {

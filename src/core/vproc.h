@@ -78,6 +78,7 @@ struct ito__activation {
     /* Time slices (kernel/preempt.c); the activation's own. */
     timer_t slice_timer;
     uint64_t slice_ticks;           /* vp->ticks at the last tick */
+    bool slice_deferred;            /* this slice's end was deferred for a TLS address */
 };
 
 /* What the next context to run on this vproc must finish for the previous

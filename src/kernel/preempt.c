@@ -29,10 +29,11 @@
  *     locks record the owning kernel thread; their code keeps addresses of
  *     the kernel thread's TLS in registers): deferred to the next tick;
  *   - when a register points into the kernel thread's static TLS: the thread
- *     is between computing the address of a __thread variable (errno, most
- *     often: `call __errno_location; mov (%rax)`) and using it; after a
+ *     may be between computing the address of a __thread variable (errno,
+ *     most often: `call __errno_location; mov (%rax)`) and using it; after a
  *     migration that address would name another kernel thread's variable.
- *     Deferred to the next tick;
+ *     Deferred to the next tick, once per slice (a register that still holds
+ *     such an address a tick later is most likely dead);
  *   - with less than ITO_STACK_MARGIN of stack left: deferred.
  * errno is saved on entry and restored, after any switch, into the errno of
  * the kernel thread that runs the thread then.
@@ -131,14 +132,19 @@ static bool holds_tls_address(const ucontext_t *uc)
 }
 
 /* The interrupted thread t may be switched out right here. */
-static bool safe_point(struct ito__thread *t, const ucontext_t *uc)
+static bool safe_point(struct ito__activation *a, struct ito__thread *t, const ucontext_t *uc)
 {
     if (ito__thread_state(t) != ITO_TS_RUNNING)
         return false;   /* on its way to block (after its section): it switches soon */
     if (in_runtime_library(ITO_ARCH_UC_PC(uc)))
         return false;
-    if (holds_tls_address(uc))
+    /* A TLS address in use lives for a few instructions; one that is still
+     * there a tick later is a dead register that happens to hold one (or a
+     * loop over __thread data, which migration breaks anyway): defer once. */
+    if (!a->slice_deferred && holds_tls_address(uc)) {
+        a->slice_deferred = true;
         return false;
+    }
     uintptr_t sp = ITO_ARCH_UC_SP(uc), lo = (uintptr_t)t->stack.lo;
     if (t->stack.lo && sp >= lo && sp < lo + t->stack.size && sp - lo < ITO_STACK_MARGIN)
         return false;
@@ -179,21 +185,24 @@ static void on_tick(int sig, siginfo_t *si, void *ucv)
     if (!a)
         return;
     int saved_errno = *a->errno_ptr;
-    struct ito__vproc *vp = a->vp;
+    /* No thread: a scheduler context — perhaps a parked spare, whose `vp` the
+     * monitor writes. With a thread, only this activation writes `vp`. */
     struct ito__thread *t = ito__thread_self();
-    if (!vp || !t)
+    struct ito__vproc *vp = t ? a->vp : NULL;
+    if (!vp)
         goto out;   /* its scheduler context, or a carrier that lost its vproc */
     /* Owner-written; this is the owner. */
     uint64_t ticks = atomic_load_explicit(&vp->ticks, memory_order_relaxed);
     if (ticks != a->slice_ticks) {
         a->slice_ticks = ticks;   /* it picked since the last tick: a new slice */
+        a->slice_deferred = false;
         goto out;
     }
     if (ito__critical_depth() > 0) {
         ito__arch_critical_or(ITO_CRITICAL_PENDING);   /* recovered when the section ends */
         goto out;
     }
-    if (!safe_point(t, ucv))
+    if (!safe_point(a, t, ucv))
         goto out;   /* deferred: the next tick looks again */
     ITO_STAT_INC(vp, preemptions);
     ito__preempt_switch(t);
