@@ -297,8 +297,9 @@ void ito__thread_exit(struct ito__thread *t, void *result)
     if (ctl & ITO_CTL_JOINER_ITO) {
         /* An ito thread joins us: it is BLOCKED and only we can wake it. It
          * stores itself in `joiner` right after its claim (acquire pairs with
-         * that release store); the wait is a few instructions, unless its
-         * activation is preempted right there. */
+         * that release store, inside the same critical section as the
+         * claim); the wait is a few instructions, unless the kernel
+         * preempts its activation right there. */
         struct ito__thread *j;
         for (unsigned spins = 0; !(j = atomic_load_explicit(&t->joiner, memory_order_acquire)); spins++) {
             if (spins < 1024)
@@ -368,10 +369,15 @@ ITO_API int ito_join(ito_thread_t th, void **result)
     if (t == self)
         return EDEADLK;
     uint32_t claim = self ? ITO_CTL_JOINED | ITO_CTL_JOINER_ITO : ITO_CTL_JOINED;
-    e = ito__ctl_change(t, th.id, &ctl, 0, ITO_CTL_DETACHED | ITO_CTL_JOINED | ITO_CTL_FUTURE, EINVAL, claim, 0);
-    if (e)
-        return e;
+    /* From the claim until `joiner` is stored, t may be exiting and waiting
+     * for it (thread_exit): no time slice may end in between, or on one
+     * vproc t would wait for ever. */
     ito__critical_enter();
+    e = ito__ctl_change(t, th.id, &ctl, 0, ITO_CTL_DETACHED | ITO_CTL_JOINED | ITO_CTL_FUTURE, EINVAL, claim, 0);
+    if (e) {
+        ito__critical_exit();
+        return e;
+    }
     /* Claimed: nobody else frees t now. */
     if (!(ctl & ITO_CTL_EXITED)) {
         if (!self) {
