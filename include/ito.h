@@ -427,7 +427,8 @@ ITO_API int ito_future_destroy(ito_future_t f);
 typedef enum ito_event_kind {
     ITO_EVENT_VPROC_ADDED = 1,  /* a vproc started running threads (at initialization) */
     ITO_EVENT_BLOCKED = 2,      /* `thread` blocked in the kernel and its vproc was handed to a
-                                   spare activation (ito_blocking_begin ... a long call) */
+                                   spare activation (a long call inside ito_blocking_begin/end, or
+                                   a kernel thread asleep outside any: ito_stats_t.stalls) */
     ITO_EVENT_UNBLOCKED = 3,    /* that call returned: `thread` is ready again, on `vproc` */
     ITO_EVENT_PREEMPTED = 4,    /* `thread` used up its time slice and is switched out */
 } ito_event_kind_t;
@@ -470,6 +471,8 @@ typedef struct ito_stats {
     uint64_t wakeups;       /* times a sleeping vproc was woken */
     uint64_t preemptions;   /* time slices that ended in the thread's own code: it yielded there */
     uint64_t recoveries;    /* time slices that ended inside ito: it yielded when ito was done */
+    uint64_t handoffs;      /* vprocs handed to a spare kernel thread: a bracketed call blocked */
+    uint64_t stalls;        /* vprocs handed on because their kernel thread slept outside any bracket */
 } ito_stats_t;
 
 ITO_API int ito_stats_get(ito_stats_t *stats);

@@ -4,6 +4,7 @@
  * Activations are the vprocs' carriers, and spares: parked kernel threads
  * that the monitor (kernel/monitor.c) gives the vproc of a carrier blocked in
  * the kernel. A carrier that finds its vproc gone when its call returns
+ * (kernel/blocking.c), or at its next critical section (kernel/stall.c),
  * becomes a spare in turn.
  *
  * Each activation has ito's one thread-local variable pointing at it, an
@@ -51,6 +52,9 @@ void ito__activation_setup_self(struct ito__activation *a)
     a->errno_ptr = &errno;
     a->tid = gettid();
     a->pthread = pthread_self();
+    a->critical_word = &ito__tls_critical;
+    if (pthread_getcpuclockid(a->pthread, &a->cpu_clock) != 0)
+        a->cpu_clock = (clockid_t)-1;   /* the monitor then never takes its vproc while asleep */
     /* Signal stack: large enough for a handler with the full AVX-512 state. */
     long min = sysconf(_SC_SIGSTKSZ);
     a->altstack_size = (size_t)(min > 0 ? min : SIGSTKSZ) * 4;
@@ -61,8 +65,12 @@ void ito__activation_setup_self(struct ito__activation *a)
         stack_t ss = { .ss_sp = a->altstack, .ss_size = a->altstack_size, .ss_flags = 0 };
         sigaltstack(&ss, NULL);
     }
-    if (a->vp)
+    if (a->vp) {
         ito__pin_self(a->vp->cpu);
+        /* This activation carries it. Release: the monitor's acquire load
+         * of kstate sees the fields above (kernel/stall.c reads them). */
+        atomic_store_explicit(&a->vp->kstate, (uintptr_t)a | ITO_KS_RUN, memory_order_release);
+    }
     ito__preempt_start_self(a);
 }
 
@@ -154,6 +162,10 @@ void ito__activation_park(struct ito__activation *a)
         ito__futex_wait(&a->park, 0, 0);
     if (ito__rt.pin)
         ito__pin_self(a->vp->cpu);
+    if (a->stall_handoff)
+        ITO_STAT_INC(a->vp, stalls);
+    else
+        ITO_STAT_INC(a->vp, handoffs);
     if (a->handoff_thread) {
         ito__event(ITO_EVENT_BLOCKED, a->vp, a->handoff_thread);
         a->handoff_thread = 0;

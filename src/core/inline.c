@@ -95,6 +95,10 @@ ITO_NOINLINE void ito__join_inline(struct ito__thread *self, struct ito__thread 
      * No section is open here on any of these paths. */
     if (!f.detached && t->keys)
         ito__keys_run_destructors(t);   /* as the child; may switch */
+    /* Back into ito: an entry like any other first (its kernel thread may
+     * have lost the vproc while the child slept, kernel/stall.c), then the
+     * joiner's depth. */
+    ito__critical_enter();
     ito__critical_restore(f.depth);
     if (!f.detached)
         finish(t);

@@ -50,6 +50,7 @@
 #include "core/event.h"
 #include "core/sanitizer.h"
 #include "core/stats.h"
+#include "kernel/monitor.h"
 #include "kernel/ring.h"
 
 /* How many picks between two looks at the clock (timers, policy tick) and at
@@ -437,6 +438,12 @@ void ito__sched_loop(struct ito__activation *act)
             t = ito__idle_find(vp);
         }
         atomic_store_explicit(&vp->run_state, ITO_VP_BUSY, memory_order_relaxed);
+        /* The Dekker pair with the monitor's sleep while every vproc idles
+         * (kernel/monitor.c): BUSY stored, then its flag loaded. */
+        ito__fence_light();
+        if (ITO_UNLIKELY(atomic_load_explicit(&ito__rt.monitor_asleep, memory_order_relaxed) ==
+                         ITO_MONITOR_ASLEEP_LONG))
+            ito__monitor_wake();
         switch_to(act, NULL, t, false);
         act = ito__activation_self();
     }

@@ -501,9 +501,11 @@ ITO_API int ito_suspend(ito_thread_t th)
     }
     atomic_store_explicit(&t->susp_req, 1, memory_order_relaxed);
     if (t == ito__thread_self()) {
+        ito__critical_enter();   /* from SUSPENDED to the switch (base/critical.h) */
         ito__thread_set_state(t, ITO_TS_RUNNING, ITO_TS_SUSPENDED);
         ito__spin_unlock(&t->lk);
         ito__switch_out(t);
+        ito__critical_exit();
         return 0;
     }
     ito__spin_unlock(&t->lk);

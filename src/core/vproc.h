@@ -46,6 +46,8 @@ struct ito__vproc_stats {
     uint64_t wakeups;
     uint64_t preemptions;
     uint64_t recoveries;
+    uint64_t handoffs;
+    uint64_t stalls;
 };
 
 struct ito__activation {
@@ -79,6 +81,12 @@ struct ito__activation {
     timer_t slice_timer;
     uint64_t slice_ticks;           /* vp->ticks at the last tick */
     bool slice_deferred;            /* this slice's end was deferred for a TLS address */
+    bool slice_pending;             /* a slice ended inside a section: yield at its end */
+    /* Un-annotated blocking (kernel/stall.c): what the monitor needs to see
+     * this kernel thread from outside. Set once by the activation itself. */
+    uint32_t *critical_word;        /* its ito__tls_critical */
+    clockid_t cpu_clock;            /* its CPU-time clock */
+    bool stall_handoff;             /* the vproc it was given came from a stall */
 };
 
 /* What the next context to run on this vproc must finish for the previous
@@ -115,14 +123,22 @@ struct ito__vproc {
     _Atomic uint32_t run_state ITO_ALIGNED_CACHELINE;   /* ITO_VP_*; the futex word of a sleeper */
     _Atomic uint64_t sleep_deadline;        /* when a sleeping vproc wakes by itself (0: never) */
     struct ito__timer_heap timers ITO_ALIGNED_CACHELINE;
-    /* The carrier in a blocking call (kernel/blocking.c): its activation's
-     * address | ITO_KS_*. The carrier stores KERNEL and CASes it back to RUN;
-     * the monitor CASes KERNEL to (spare | RUN) to hand the vproc on. */
+    /* The carrier: its activation's address | ITO_KS_*. The carrier stores
+     * KERNEL around a bracketed call and CASes it back to RUN
+     * (kernel/blocking.c); the monitor CASes KERNEL to (spare | RUN) to hand
+     * the vproc on, or RUN to STEAL and then to (spare | RUN) to take it
+     * from a carrier asleep in an unbracketed call (kernel/stall.c). */
     _Atomic uintptr_t kstate ITO_ALIGNED_CACHELINE;
     _Atomic uint64_t kcalls;                /* blocking calls begun here (carrier; monitor reads) */
 } ITO_ALIGNED_CACHELINE;
 
-enum { ITO_KS_RUN = 0, ITO_KS_KERNEL = 1, ITO_KS_MASK = 1 };
+enum { ITO_KS_RUN = 0, ITO_KS_KERNEL = 1, ITO_KS_STEAL = 2, ITO_KS_MASK = 3 };
+
+/* The activation named by a kstate value. */
+static inline struct ito__activation *ito__ks_carrier(uintptr_t ks)
+{
+    return (struct ito__activation *)(ks & ~(uintptr_t)ITO_KS_MASK);
+}
 
 /* What a vproc is doing: running threads; idle in its scheduler context
  * (looking for work); asleep in the kernel. Written by the owner, except

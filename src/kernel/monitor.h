@@ -8,7 +8,11 @@
 /* Read ITO_ACTIVATIONS and ITO_MAX_ACTIVATIONS; start the monitor and one
  * spare if activations are on. After the vprocs' carriers have started. */
 int ito__monitor_init(void);
-/* A blocking call began while the monitor sleeps: wake it. */
+/* ito__rt.monitor_asleep: awake (0), asleep for a while (ASLEEP), asleep
+ * until woken because every vproc is idle (ASLEEP_LONG). */
+enum { ITO_MONITOR_ASLEEP = 1, ITO_MONITOR_ASLEEP_LONG = 2 };
+/* A blocking call began, or (ASLEEP_LONG) a vproc got busy, while the
+ * monitor sleeps: wake it. */
 void ito__monitor_wake(void);
 
 #endif

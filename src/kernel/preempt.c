@@ -14,8 +14,8 @@
  * own stack and compares the vproc's pick counter with the one it saw at the
  * previous tick: unchanged means the same thread has run for a whole period,
  * so it yields right there, from the handler (ito__preempt_switch, which
- * also does the vproc's periodic work: timers, completions), and the kernel's signal frame below it holds the full
- * register state, vector registers included, until the thread resumes,
+ * also does the vproc's periodic work: timers, completions), and the
+ * kernel's signal frame below it holds the full register state, vector registers included, until the thread resumes,
  * possibly on another activation, and returns from the handler. A thread
  * thus runs between one and two slices of CPU time before it is preempted
  * (Go's sysmon has the same bound).
@@ -23,8 +23,8 @@
  * Safe points. The interrupted thread is switched out only where that is
  * safe; otherwise the slice's end is deferred or recovered:
  *   - inside one of ito's critical sections (base/critical.h): the handler
- *     marks the preemption pending and the section yields when it ends —
- *     the recovery of seed 000 §3.3/§4.3 (ito__critical_recover);
+ *     sets the word's attention bit and the section yields when it ends —
+ *     the recovery of seed 000 §3.3/§4.3 (critical.c);
  *   - inside the C library, the dynamic loader or a sanitizer runtime (their
  *     locks record the owning kernel thread; their code keeps addresses of
  *     the kernel thread's TLS in registers): deferred to the next tick;
@@ -43,6 +43,10 @@
  * return for a while, and the activation must take the next tick meanwhile.
  * Signals of this number that no timer sent (si_code != SI_TIMER) go to the
  * handler that was installed before ito's.
+ *
+ * The tick is also where a kernel thread that lost its vproc while asleep in
+ * an unbracketed call (stall.c) and then runs its thread's own code without
+ * calling ito gives the thread up: at the same safe points.
  *
  * Rejected: one timer per vproc on the wall clock (it fires every slice even
  * while the vproc sleeps, and must follow the vproc from activation to
@@ -69,6 +73,7 @@
 #include "core/stats.h"
 #include "core/thread.h"
 #include "core/vproc.h"
+#include "kernel/stall.h"
 
 #define ITO_TIMESLICE_DEFAULT_US 10000
 /* Above the C library's descriptor (struct pthread, ~2.3 KiB in glibc 2.36). */
@@ -188,22 +193,40 @@ static void on_tick(int sig, siginfo_t *si, void *ucv)
     /* No thread: a scheduler context — perhaps a parked spare, whose `vp` the
      * monitor writes. With a thread, only this activation writes `vp`. */
     struct ito__thread *t = ito__thread_self();
-    struct ito__vproc *vp = t ? a->vp : NULL;
-    if (!vp)
+    if (!t || !a->vp)
         goto out;   /* its scheduler context, or a carrier that lost its vproc */
+    uint32_t word = ito__arch_critical_get(), depth = word & ITO_CRITICAL_DEPTH;
+    if (word & ITO_CRITICAL_ATTENTION) {
+        /* A slice that ended inside a section, or the monitor's mark
+         * (stall.c): the vproc is gone, or the steal was called off. */
+        if (ito__stall_lost(a)) {
+            if (depth == 0 && safe_point(a, t, ucv)) {
+                ito__critical_restore(0);
+                ito__stall_leave(a, t);
+                a = ito__arch_activation();   /* resumed elsewhere */
+                fix_frame(ucv, a);
+            }
+            goto out;   /* otherwise at its next section, or the next tick */
+        }
+        if (!a->slice_pending)
+            ito__critical_restore(depth);   /* a steal called off */
+    }
     /* Owner-written; this is the owner. */
+    struct ito__vproc *vp = a->vp;
     uint64_t ticks = atomic_load_explicit(&vp->ticks, memory_order_relaxed);
     if (ticks != a->slice_ticks) {
         a->slice_ticks = ticks;   /* it picked since the last tick: a new slice */
         a->slice_deferred = false;
         goto out;
     }
-    if (ito__critical_depth() > 0) {
-        ito__arch_critical_or(ITO_CRITICAL_PENDING);   /* recovered when the section ends */
+    if (depth > 0) {
+        a->slice_pending = true;
+        ito__arch_critical_or(ITO_CRITICAL_ATTENTION);   /* recovered when the section ends */
         goto out;
     }
     if (!safe_point(a, t, ucv))
         goto out;   /* deferred: the next tick looks again */
+    a->slice_pending = false;
     ITO_STAT_INC(vp, preemptions);
     ito__preempt_switch(t);
     /* Resumed, perhaps on another activation. */
@@ -211,19 +234,6 @@ static void on_tick(int sig, siginfo_t *si, void *ucv)
     fix_frame(ucv, a);
 out:
     *a->errno_ptr = saved_errno;
-}
-
-void ito__critical_recover(void)
-{
-    ito__critical_restore(0);   /* handled: clear PENDING */
-    struct ito__activation *a = ito__arch_activation();
-    struct ito__thread *t = ito__thread_self();
-    if (!a || !a->vp || !t || ito__thread_state(t) != ITO_TS_RUNNING)
-        return;   /* it is switching out anyway */
-    ito__critical_enter();
-    ITO_STAT_INC(a->vp, recoveries);
-    ito__critical_exit();
-    ito__preempt_switch(t);
 }
 
 /* "SIGURG", "URG", "SIGRTMIN+3", "RTMIN+3" or a number; -1 if none of these. */

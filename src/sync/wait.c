@@ -38,6 +38,10 @@ void ito__wait_begin(struct ito__waiter *w, uint64_t deadline, ito__spinlock *lo
     w->queue = q;
     if (!t)
         return;
+    /* From BLOCKED to the switch in ito__wait_end, one critical section: a
+     * thread leaves RUNNING only inside the section that switches it out
+     * (base/critical.h). */
+    ito__critical_enter();
     /* A new wait number: timer entries of earlier waits cannot end this one. */
     uint64_t seq = (atomic_load_explicit(&w->state, memory_order_relaxed) >> 2) + 1;
     atomic_store_explicit(&w->state, seq << 2 | ITO_WAIT_WAITING, memory_order_relaxed);
@@ -61,6 +65,7 @@ int ito__wait_end(struct ito__waiter *w, ito__spinlock *lock, struct ito__waitq 
 {
     if (w->thread) {
         ito__switch_out(w->thread);
+        ito__critical_exit();   /* entered in ito__wait_begin */
         /* What ended the wait (a waker's claim, the timer's CAS) happened
          * before the thread was made ready, which the vproc that runs it
          * acquired (ito__thread_set_state, ito__claim). */

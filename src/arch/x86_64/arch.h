@@ -5,6 +5,7 @@
 #ifndef ITO_ARCH_H
 #define ITO_ARCH_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /* Spin-wait hint. */
@@ -68,17 +69,20 @@ static inline void ito__arch_set_current(struct ito__thread *t)
                          : "memory");
 }
 
-/* Add n to the critical-section word; returns nothing. One instruction on
- * the word, so a signal handler on the same kernel thread sees it either
- * before or after. */
-static inline void ito__arch_critical_add(uint32_t n)
+/* Add 1 to the critical-section word; returns whether its top bit (the
+ * attention bit, base/critical.h) is set, from the flags of the same
+ * instruction: no second load. One instruction on the word, so a signal
+ * handler on the same kernel thread sees it either before or after. */
+static inline bool ito__arch_critical_inc(void)
 {
     uint64_t off;
+    bool top;
     __asm__ __volatile__("movq ito__tls_critical@gottpoff(%%rip), %0\n\t"
-                         "addl %1, %%fs:(%0)"
-                         : "=&r"(off)
-                         : "ir"(n)
-                         : "memory", "cc");
+                         "addl $1, %%fs:(%0)"
+                         : "=&r"(off), "=@ccs"(top)
+                         :
+                         : "memory");
+    return top;
 }
 
 /* Subtract 1 from the critical-section word and return its new value. */
