@@ -4,7 +4,9 @@
  * nothing may deadlock.
  *
  * Workers run phases of a few milliseconds, each of one kind of operation:
- * spawning children (that count and exit; joined in batches), locking a
+ * spawning children (that count and exit; joined in batches), spawning a
+ * child and joining it at once (the join's claim and its publication of the
+ * joiner must not be split by a slice), locking a
  * mutex shared by all workers, a private mutex, semaphore hand-offs between
  * pairs of workers, bursts of computation. A phase does not switch by itself
  * (contention aside), so a vproc runs one worker for whole time slices
@@ -61,7 +63,7 @@ static void *worker(void *arg)
     int nkids = 0;
     while (ito_now_ns() < deadline_ns) {
         uint64_t phase_end = ito_now_ns() + 1000000u + test_rand(&seed) % 10000000u;
-        int kind = (int)(test_rand(&seed) % 5);
+        int kind = (int)(test_rand(&seed) % 6);
         while (ito_now_ns() < phase_end) {
             for (int rep = 0; rep < 64; rep++) {
                 switch (kind) {
@@ -94,6 +96,13 @@ static void *worker(void *arg)
                     if (ito_sem_trywait(&sems[id]) == 0)
                         atomic_fetch_add_explicit(&waits, 1, memory_order_relaxed);
                     break;
+                case 4: {   /* fork-join: the join usually finds the child not yet run */
+                    ito_thread_t t;
+                    OK(ito_spawn(&t, NULL, child, (void *)(uintptr_t)seed));
+                    atomic_fetch_add_explicit(&children_spawned, 1, memory_order_relaxed);
+                    OK(ito_join(t, NULL));
+                    break;
+                }
                 default:
                     burst(&seed);
                     break;
