@@ -1496,7 +1496,7 @@ static void others(struct ctx *c)
     SAMEX(write(ea, &v, 8), ito_write(eb, &v, 8), 8, 0);
     SAMEX(write(ea, &v, 4), ito_write(eb, &v, 4), -1, EINVAL);
     SAMEX_READ(read(ea, b1, 8), ito_read(eb, b2, 8), b1, b2, 8, 0);
-    uint64_t got = 0;
+    uint64_t got = 0, t0;
     v = 7;
     struct later l = { .op = OP_WRITE, .fd = eb, .buf = (char *)&v, .len = 8, .delay_ns = 20 * MS };
     later_start(&l);
@@ -1504,16 +1504,36 @@ static void others(struct ctx *c)
     later_join(&l);
     SOFT_EQ(got, 7);
     CHECK(close(ea) == 0 && close(eb) == 0);
+    /* A write that would pass the count's limit waits (eventfd has no
+     * non-blocking write: ito makes the plain call, bracketed). */
+    eb = eventfd(0, 0);
+    CHECK(eb >= 0);
+    uint64_t full = 0xfffffffffffffffeull;
+    EXPECT(ito_write(eb, &full, 8), 8, 0);
+    l = (struct later){ .op = OP_READ, .fd = eb, .buf = (char *)&got, .len = 8, .delay_ns = 20 * MS };
+    later_start(&l);
+    t0 = ito_now_ns();
+    v = 3;
+    EXPECT(ito_write(eb, &v, 8), 8, 0);   /* waits for the read that empties it */
+    SOFT(ms_since(t0) >= 15);
+    later_join(&l);
+    SOFT_EQ(got, full);
+    EXPECT(ito_read(eb, &got, 8), 8, 0);
+    SOFT_EQ(got, 3);
+    CHECK(close(eb) == 0);
     ea = eventfd(0, EFD_NONBLOCK);
     CHECK(ea >= 0);
     EXPECT(SAME(read(ea, b1, 8), ito_read(ea, b2, 8)), -1, EAGAIN);
+    CHECK(write(ea, &full, 8) == 8);
+    v = 1;
+    EXPECT(SAME(write(ea, &v, 8), ito_write(ea, &v, 8)), -1, EAGAIN);
     CHECK(close(ea) == 0);
 
     int tf = timerfd_create(CLOCK_MONOTONIC, 0);
     CHECK(tf >= 0);
     struct itimerspec its = { { 0, 0 }, { 0, 20 * 1000000 } };
     CHECK(timerfd_settime(tf, 0, &its, NULL) == 0);
-    uint64_t t0 = ito_now_ns();
+    t0 = ito_now_ns();
     EXPECT(ito_read(tf, &got, 8), 8, 0);
     SOFT(ms_since(t0) >= 15);
     SOFT_EQ(got, 1);

@@ -9,7 +9,8 @@
  *      completes — data was there, the peer had room, an error — that is the
  *      answer, at the cost of one system call like the C library's.
  *   2. It would block. If the descriptor is non-blocking (F_GETFL), make the
- *      plain call: the C library's answer, EAGAIN included.
+ *      plain call: the C library's answer, EAGAIN included. So does a write
+ *      that cannot be tried without blocking (EOPNOTSUPP: eventfd), bracketed.
  *   3. Otherwise issue it on the vproc's ring and park (kernel/ring.c).
  *
  * Writes to a blocking pipe or stream socket write everything (POSIX), and so
@@ -200,6 +201,12 @@ static ssize_t rw_(bool write, int fd, const struct iovec *iov, int cnt, off_t o
     ssize_t r = write ? pwritev2(fd, iov, cnt, off, RWF_NOWAIT) : preadv2(fd, iov, cnt, off, RWF_NOWAIT);
     if (r < 0 && !would_block(errno) && errno != EOPNOTSUPP)
         return -1;
+    /* A descriptor with no non-blocking write (eventfd, some character
+     * devices) would go to one of io_uring's kernel workers, a thread
+     * wake-up per write; such writes almost never wait, so make the plain
+     * call, bracketed in case this one does. */
+    if (r < 0 && write && errno == EOPNOTSUPP)
+        return ITO_BLOCKING(pwritev2(fd, iov, cnt, off, 0));
     size_t total = iov_total(iov, cnt);
     size_t done = r > 0 ? (size_t)r : 0;
     if (r >= 0 && (done == total || (!write && (r == 0 || !reads_fill(fd)))))
