@@ -43,17 +43,18 @@
  * and whose carrier has used no CPU time for ITO_STALL_NS has a carrier
  * asleep in a call nobody bracketed, or in a page fault: stall.c checks that
  * and takes the vproc the same way. Watching costs one CPU-clock read per
- * vproc that picked nothing since the last scan (a thread computing through
- * its slice). The pace: while any vproc is busy the monitor never sleeps
- * for good; in a process where stalls happened within the last second it
- * scans at least every ITO_MONITOR_BUSY_NS and looks again ITO_STALL_NS
- * after it first sees a vproc without a pick, so a stall is handed off 1-2
- * ms in; elsewhere it backs off to ITO_MONITOR_MAX_NS like for bracketed
+ * busy vproc per scan. The pace: while any vproc is busy the monitor never
+ * sleeps for good; in a process where stalls happened within the last
+ * second it scans at least every ITO_MONITOR_BUSY_NS and looks again
+ * ITO_STALL_NS after a look that found a vproc had picked or run, so a
+ * stall is handed off 1-2 ms in; elsewhere it backs off to ITO_MONITOR_MAX_NS like for bracketed
  * calls, and the first stall after a quiet spell takes up to two such
  * periods. Measured on the 2-core VM, where a timer wake-up costs about 43
  * µs of CPU time: two threads computing on 2 vprocs cost the monitor about
  * 0.5 % of a CPU (1,000 scans a second cost 3.7 %). With every vproc idle
- * the monitor sleeps until the first to get busy wakes it (sched.c).
+ * the monitor sleeps until the first to get busy wakes it (sched.c: one
+ * futex wake at most per scan period); where stalls happen lately it does
+ * so at once, not only after backing off, and watches from that instant.
  *
  * Rejected: a timestamp in ito_blocking_begin (a clock read on every call);
  * a spare per blocking call (a thread switch for calls that return at once).
@@ -118,6 +119,14 @@ void ito__monitor_wake(void)
     uint32_t v = atomic_load_explicit(&ito__rt.monitor_asleep, memory_order_relaxed);
     if (v && atomic_compare_exchange_strong_explicit(&ito__rt.monitor_asleep, &v, 0, memory_order_relaxed,
                                                      memory_order_relaxed))
+        ito__futex_wake(&ito__rt.monitor_asleep, 1);
+}
+
+void ito__monitor_wake_busy(void)
+{
+    uint32_t v = ITO_MONITOR_ASLEEP_LONG;
+    if (atomic_compare_exchange_strong_explicit(&ito__rt.monitor_asleep, &v, ITO_MONITOR_WOKEN_BUSY,
+                                                memory_order_relaxed, memory_order_relaxed))
         ito__futex_wake(&ito__rt.monitor_asleep, 1);
 }
 
@@ -238,25 +247,22 @@ static bool watch_stall(struct ito__vproc *vp, struct watch *w, uintptr_t mark, 
     struct ito__activation *carrier = ito__ks_carrier(mark);
     uint64_t ticks = atomic_load_explicit(&vp->ticks, memory_order_relaxed), cpu;
     if ((mark & ITO_KS_MASK) != ITO_KS_RUN || !carrier ||
-        atomic_load_explicit(&vp->run_state, memory_order_relaxed) != ITO_VP_BUSY || carrier != w->carrier ||
-        ticks != w->ticks || !ito__stall_cpu_time(carrier, &cpu)) {
-        w->carrier = carrier;   /* it picked since the last look, or is not a candidate */
-        w->ticks = ticks;
-        w->still_since = 0;
+        atomic_load_explicit(&vp->run_state, memory_order_relaxed) != ITO_VP_BUSY ||
+        !ito__stall_cpu_time(carrier, &cpu)) {
+        w->still_since = 0;   /* not a candidate */
         return false;
     }
-    if (!w->still_since) {
-        /* First seen without a pick. Where stalls happen, look again when
-         * it would be one; elsewhere at the usual pace. */
+    if (!w->still_since || carrier != w->carrier || ticks != w->ticks || cpu != w->cpu_ns) {
+        /* It picked a thread or ran since the last look (a thread computing
+         * through its slice is preempt.c's business): a new window opens
+         * now. Where stalls happen, look again when it would be one;
+         * elsewhere at the usual pace. */
+        w->carrier = carrier;
+        w->ticks = ticks;
         w->cpu_ns = cpu;
         w->still_since = now;
         if (stalls_recent(now) && now + ITO_STALL_NS < *due)
             *due = now + ITO_STALL_NS;
-        return false;
-    }
-    if (cpu != w->cpu_ns) {
-        w->cpu_ns = cpu;   /* computing: its time slice is preempt.c's business */
-        w->still_since = now;
         return false;
     }
     if (!could_use(vp))
@@ -322,8 +328,11 @@ static void *monitor_main(void *arg)
             uint64_t until = 0;
             if (fresh) {
                 asleep = 0;   /* no sleep: look at it now */
-            } else if (delay < ITO_MONITOR_MAX_NS || watch) {
-                /* A timed sleep: a vproc getting busy need not wake it. */
+            } else if (watch || (delay < ITO_MONITOR_MAX_NS && !stalls_recent(ito__now_ns()))) {
+                /* A timed sleep: a vproc getting busy need not wake it.
+                 * Where stalls happen lately, nothing to watch means
+                 * sleeping until the first vproc to get busy wakes it, so
+                 * that a stall is watched for from its first instant. */
                 asleep = ITO_MONITOR_ASLEEP;
                 uint32_t long_sleep = ITO_MONITOR_ASLEEP_LONG;
                 atomic_compare_exchange_strong_explicit(&ito__rt.monitor_asleep, &long_sleep, asleep,
@@ -333,8 +342,15 @@ static void *monitor_main(void *arg)
             while (asleep && atomic_load_explicit(&ito__rt.monitor_asleep, memory_order_relaxed) == asleep)
                 if (ito__futex_wait(&ito__rt.monitor_asleep, asleep, until) == ETIMEDOUT)
                     break;
-            if (atomic_exchange_explicit(&ito__rt.monitor_asleep, 0, memory_order_relaxed) == 0 || fresh)
-                delay = ITO_MONITOR_MIN_NS;   /* woken (a call began, a vproc got busy), or a new call */
+            uint32_t was = atomic_exchange_explicit(&ito__rt.monitor_asleep, 0, memory_order_relaxed);
+            if (was == 0 || fresh)
+                delay = ITO_MONITOR_MIN_NS;   /* woken by a call that began, or a new call */
+            else if (was == ITO_MONITOR_WOKEN_BUSY) {
+                /* Woken before the vproc picks: look once it has, so that
+                 * the watch opens then. */
+                sleep_ns(ITO_MONITOR_MIN_NS);
+                delay = ITO_MONITOR_BUSY_NS / 2;   /* doubled below */
+            }
         }
         spin_until = 0;
         uint64_t now = ito__now_ns();
