@@ -9,8 +9,14 @@
  * or, with time slices on, until its slice ends while it computes — and
  * then resumes on the vproc's new carrier (gettid() changes).
  *
+ * Last, the sleeper blocks for a second in a plain read() of an empty pipe
+ * while a thousand threads spawned just before on the same vproc must all
+ * finish (it prints how soon they did; the pipe's writer waits for them, up
+ * to a minute).
+ *
  * With ITO_ACTIVATIONS=0 (a second test) the sleeping kernel thread keeps
- * the vproc: the counter does not move while it sleeps. */
+ * the vproc: the counter does not move while it sleeps, and none of the
+ * thousand runs before the read returns. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <sys/syscall.h>
@@ -60,10 +66,40 @@ static void compute(unsigned ms)
     sink = x;
 }
 
+/* Writes a byte to the pipe after *arg milliseconds. */
 static void *writer(void *arg)
 {
-    usleep(150 * 1000);
+    usleep(*(unsigned *)arg * 1000u);
     CHECK(write(pipefd[1], "x", 1) == 1);
+    return NULL;
+}
+
+#define NFINISHERS 1000
+static atomic_int finished;
+static _Atomic uint64_t first_run_ns, last_finish_ns;
+
+/* Writes a byte to the pipe a second from now, and (with activations) not
+ * before the finishers are all done or a minute has passed: the sanitizer
+ * builds are slow to start a thousand threads. */
+static void *late_writer(void *arg)
+{
+    uint64_t end = ito_now_ns() + 1000000000u, cap = end + 60000000000u;
+    while (activations && atomic_load(&finished) < NFINISHERS && ito_now_ns() < cap)
+        usleep(1000);
+    while (ito_now_ns() < end)
+        usleep(1000);
+    CHECK(write(pipefd[1], "x", 1) == 1);
+    return NULL;
+}
+
+static void *finisher(void *arg)
+{
+    uint64_t zero = 0;
+    atomic_compare_exchange_strong(&first_run_ns, &zero, ito_now_ns());
+    for (int i = 0; i < 3; i++)
+        ito_yield();
+    if (atomic_fetch_add(&finished, 1) + 1 == NFINISHERS)
+        atomic_store(&last_finish_ns, ito_now_ns());
     return NULL;
 }
 
@@ -101,7 +137,8 @@ static void *sleeper(void *arg)
     /* 4. A plain read of an empty pipe, written 150 ms later by a kernel
      * thread ito does not know. */
     pthread_t w;
-    CHECK_EQ(pthread_create(&w, NULL, writer, NULL), 0);
+    unsigned delay_ms = 150;
+    CHECK_EQ(pthread_create(&w, NULL, writer, &delay_ms), 0);
     c0 = atomic_load(&count);
     char ch;
     CHECK(read(pipefd[0], &ch, 1) == 1);
@@ -112,6 +149,28 @@ static void *sleeper(void *arg)
     else
         CHECK_EQ(during, 0);
     CHECK_EQ(pthread_join(w, NULL), 0);
+
+    /* 5. A second in a plain read while a thousand threads finish. */
+    static ito_thread_t f[NFINISHERS];
+    for (int i = 0; i < NFINISHERS; i++)
+        OK(ito_spawn(&f[i], NULL, finisher, NULL));
+    CHECK_EQ(pthread_create(&w, NULL, late_writer, NULL), 0);
+    uint64_t t0 = ito_now_ns();
+    CHECK(read(pipefd[0], &ch, 1) == 1);
+    int done = atomic_load(&finished);
+    uint64_t t1 = ito_now_ns();
+    CHECK_EQ(pthread_join(w, NULL), 0);
+    if (activations) {
+        CHECK_EQ(done, NFINISHERS);
+        printf("stall_handoff: %d threads began %.2f ms and finished %.2f ms into a %.0f ms plain read\n",
+               NFINISHERS, (double)(atomic_load(&first_run_ns) - t0) / 1e6,
+               (double)(atomic_load(&last_finish_ns) - t0) / 1e6, (double)(t1 - t0) / 1e6);
+    } else {
+        CHECK_EQ(done, 0);
+    }
+    for (int i = 0; i < NFINISHERS; i++)
+        OK(ito_join(f[i], NULL));
+    CHECK_EQ(atomic_load(&finished), NFINISHERS);
     return NULL;
 }
 
@@ -135,7 +194,7 @@ int main(void)
     printf("stall_handoff: %llu stalls, %llu bracketed hand-offs\n", (unsigned long long)st.stalls,
            (unsigned long long)st.handoffs);
     if (activations) {
-        CHECK(st.stalls >= 2);
+        CHECK(st.stalls >= 3);
         CHECK_EQ(atomic_load(&blocked_id), s.id);
     } else {
         CHECK_EQ(st.stalls, 0);
