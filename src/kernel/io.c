@@ -213,18 +213,20 @@ static ssize_t rw_(bool write, int fd, const struct iovec *iov, int cnt, off_t o
         return r;   /* complete, end of file, or a short read where short reads are the rule */
 
     /* 2. A non-blocking descriptor answers like the C library. */
-    int nb = nonblocking(fd);
-    if (nb < 0)
+    int fl = fcntl(fd, F_GETFL);
+    if (fl < 0)
         return done ? (ssize_t)done : -1;
-    if (nb) {
+    if (fl & O_NONBLOCK) {
         if (done)
             return (ssize_t)done;
         return write ? pwritev2(fd, iov, cnt, off, 0) : preadv2(fd, iov, cnt, off, 0);
     }
 
     /* 3. Wait on the ring until everything is transferred (writes; reads of
-     *    files) or anything is (other reads). */
-    uint64_t timeout = sock_timeout(fd, write ? SO_SNDTIMEO : SO_RCVTIMEO);
+     *    files) or anything is (other reads). A socket is always open for
+     *    reading and writing: one end of a pipe, say, has no socket timeout
+     *    to look up. */
+    uint64_t timeout = (fl & O_ACCMODE) == O_RDWR ? sock_timeout(fd, write ? SO_SNDTIMEO : SO_RCVTIMEO) : 0;
     /* A read goes on only after a try that stopped early (reads_fill above):
      * on the ring the kernel's own blocking read has the C library's answer. */
     bool all = write || done > 0;
