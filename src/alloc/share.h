@@ -1,0 +1,26 @@
+/* Dynamic space sharing: how the processors are divided among the ito
+ * processes of a machine (seed 000 §4.1). A pure function; see share.c. */
+#ifndef ITO_ALLOC_SHARE_H
+#define ITO_ALLOC_SHARE_H
+
+#include "alloc/cpumask.h"
+
+/* The most processes one division takes (the allocation table's slots). */
+#define ITO_SHARE_MAX_CLAIMS 64
+
+/* One process as the division sees it. */
+struct ito__share_claim {
+    int priority;          /* higher goes first */
+    int want;              /* processors it could use now; at least 1 is given regardless */
+    int quota;             /* at most this many (its CPU quota); <= 0: no quota */
+    ito__cpumask allowed;  /* its affinity mask */
+    ito__cpumask held;     /* what it holds now: kept where the division allows */
+};
+
+/* Divide `online` among claims[0..n) (n <= ITO_SHARE_MAX_CLAIMS): grant[i]
+ * gets the CPUs of claims[i]. Deterministic: the same input gives the same
+ * output. */
+void ito__share_divide(const struct ito__share_claim *claims, int n, const ito__cpumask *online,
+                       ito__cpumask *grant);
+
+#endif
