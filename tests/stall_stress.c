@@ -84,9 +84,16 @@ static void *waiter(void *arg)
 static void *computer(void *arg)
 {
     volatile uint64_t x = 0;
-    while (!atomic_load_explicit(&stop, memory_order_relaxed))
+    while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
         for (int i = 0; i < 10000; i++)
             x += (uint64_t)i;
+#if defined(__SANITIZE_THREAD__)
+        /* TSan delivers the tick's signal only inside the C library, so
+         * this loop would never be preempted there (tests/CMakeLists.txt,
+         * NOTSAN): both vprocs could end up computing for ever. */
+        ito_yield();
+#endif
+    }
     return NULL;
 }
 
