@@ -7,7 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
-int ito__futex_wait(_Atomic uint32_t *word, uint32_t expected, uint64_t deadline_ns)
+static int wait(_Atomic uint32_t *word, uint32_t expected, uint64_t deadline_ns, int private)
 {
     struct timespec ts, *tsp = NULL;
     if (deadline_ns) {
@@ -16,14 +16,29 @@ int ito__futex_wait(_Atomic uint32_t *word, uint32_t expected, uint64_t deadline
         tsp = &ts;
     }
     /* FUTEX_WAIT_BITSET takes an absolute CLOCK_MONOTONIC deadline. */
-    long r = syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG,
-                     expected, tsp, NULL, FUTEX_BITSET_MATCH_ANY);
+    long r = syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT_BITSET | private, expected, tsp, NULL,
+                     FUTEX_BITSET_MATCH_ANY);
     return r == 0 ? 0 : errno;
+}
+
+int ito__futex_wait(_Atomic uint32_t *word, uint32_t expected, uint64_t deadline_ns)
+{
+    return wait(word, expected, deadline_ns, FUTEX_PRIVATE_FLAG);
 }
 
 void ito__futex_wake(_Atomic uint32_t *word, int n)
 {
     syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, n, NULL, NULL, 0);
+}
+
+int ito__futex_wait_shared(_Atomic uint32_t *word, uint32_t expected, uint64_t deadline_ns)
+{
+    return wait(word, expected, deadline_ns, 0);
+}
+
+void ito__futex_wake_shared(_Atomic uint32_t *word, int n)
+{
+    syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE, n, NULL, NULL, 0);
 }
 
 /* The slow path of ito__spin_lock: spin on a plain load (no cache-line
