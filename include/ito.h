@@ -425,12 +425,15 @@ ITO_API int ito_future_destroy(ito_future_t f);
 /* What the kernel would tell the thread system by upcall in seed 000, as ito
  * learns it on Linux. */
 typedef enum ito_event_kind {
-    ITO_EVENT_VPROC_ADDED = 1,  /* a vproc started running threads (at initialization) */
+    ITO_EVENT_VPROC_ADDED = 1,  /* a vproc started running threads (at initialization, and when
+                                   the cross-process allocator gives its processor back) */
     ITO_EVENT_BLOCKED = 2,      /* `thread` blocked in the kernel and its vproc was handed to a
                                    spare activation (a long call inside ito_blocking_begin/end, or
                                    a kernel thread asleep outside any: ito_stats_t.stalls) */
     ITO_EVENT_UNBLOCKED = 3,    /* that call returned: `thread` is ready again, on `vproc` */
     ITO_EVENT_PREEMPTED = 4,    /* `thread` used up its time slice and is switched out */
+    ITO_EVENT_VPROC_REMOVED = 5, /* the allocator gave the vproc's processor to another process:
+                                   it runs no threads until VPROC_ADDED (reported on it, last) */
 } ito_event_kind_t;
 
 typedef struct ito_event {
@@ -473,9 +476,47 @@ typedef struct ito_stats {
     uint64_t recoveries;    /* time slices that ended inside ito: it yielded when ito was done */
     uint64_t handoffs;      /* vprocs handed to a spare kernel thread: a bracketed call blocked */
     uint64_t stalls;        /* vprocs handed on because their kernel thread slept outside any bracket */
+    uint64_t revocations;   /* processors taken away by the cross-process allocator */
 } ito_stats_t;
 
 ITO_API int ito_stats_get(ito_stats_t *stats);
+
+/* ------------------------------------------------------------------------ */
+/* Sharing the processors with other ito processes                          */
+/* ------------------------------------------------------------------------ */
+
+/* The ito processes of one user divide the machine's processors among
+ * themselves (seed 000 §4.1): equal shares among the processes of the
+ * highest priority that can use them, the rest downwards; a processor is
+ * time-shared only where the count does not divide; each process holds at
+ * least one. A process asks for every vproc it has while threads wait for
+ * one, and gives back a vproc that has slept for 2 ms. A vproc whose
+ * processor goes to another process stops at its next safe point (within a
+ * time slice) and its threads run on the others (ITO_EVENT_VPROC_REMOVED);
+ * vprocs follow their processors (pinned, unless ITO_PIN=0).
+ *
+ * ITO_ALLOCATOR=0 leaves the process out: it runs a vproc per CPU, as if
+ * alone. A process that asked for more vprocs than it has CPUs stays out
+ * too. ITO_ALLOC_DOMAIN=name: share only with the processes of that
+ * domain. ITO_PRIORITY (-20..20, default 0): the process's priority.
+ * ito-ctl shows the table. */
+typedef struct ito_alloc_info {
+    int enabled;            /* 1: this process takes part */
+    int vprocs;             /* its vprocs */
+    int held;               /* of them, those that hold a processor now */
+    int want;               /* processors it asked for last */
+    int priority;           /* its priority */
+    int processes;          /* ito processes sharing the machine with it (itself included) */
+    uint64_t reallocations; /* divisions that changed some process's processors, since the table began */
+} ito_alloc_info_t;
+
+/* Fill *info. Returns 0, or EINVAL (info NULL). Any kernel thread; does not
+ * switch. */
+ITO_API int ito_alloc_info(ito_alloc_info_t *info);
+/* Set this process's priority (ITO_ALLOC_PRIORITY_MIN..MAX, -20..20; higher
+ * is served first). Takes effect within microseconds. Returns 0 or EINVAL.
+ * Any kernel thread; does not switch. */
+ITO_API int ito_alloc_set_priority(int priority);
 
 #ifdef __cplusplus
 }

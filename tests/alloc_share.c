@@ -77,7 +77,9 @@ static const struct case_spec cases[] = {
       { { 0, 6, 0, "all", "0,1", "0,1" }, { 0, 6, 0, "all", "", "4,5" }, { 0, 6, 0, "all", "2,3", "2,3" }, END } },
     { "three on two cpus: one shares", 2,
       { { 0, 2, 0, "all", "", "0" }, { 0, 2, 0, "all", "", "1" }, { 0, 2, 0, "all", "", "0" }, END } },
-    { "want 0 still gets one", 2, { { 0, 0, 0, "all", "", "0" }, { 0, 2, 0, "all", "", "1" }, END } },
+    { "want 0 still gets one, shared", 2, { { 0, 0, 0, "all", "", "0" }, { 0, 2, 0, "all", "", "0,1" }, END } },
+    { "want 0 shares the least shared", 3,
+      { { 0, 2, 0, "all", "", "0,2" }, { 0, 2, 0, "all", "", "0,1" }, { 0, 0, 0, "all", "", "1" }, END } },
     { "a mask with no online cpu: any", 2, { { 0, 2, 0, "7", "", "0,1" }, END } },
     { "alone: everything wanted", 8, { { 0, 8, 0, "all", "", "0-7" }, END } },
     { "alone, wanting 3 of 8", 8, { { 0, 3, 0, "all", "", "0-2" }, END } },
@@ -152,10 +154,10 @@ static void check_properties(uint64_t *seed)
         int c = claims[i].want;
         if (claims[i].quota > 0 && claims[i].quota < c)
             c = claims[i].quota;
-        cap[i] = c < 1 ? 1 : c > room ? room : c;
+        cap[i] = c < 0 ? 0 : c > room ? room : c;
         count[i] = ito__cpumask_count(&grant[i]);
-        CHECK(count[i] >= 1);            /* at least one */
-        CHECK(count[i] <= cap[i]);       /* no more than wanted, quota, mask */
+        CHECK(count[i] >= 1);                          /* at least one */
+        CHECK(count[i] <= (cap[i] > 1 ? cap[i] : 1));  /* no more than wanted, quota, mask */
         ito__cpumask inside;
         ito__cpumask_and(&inside, &grant[i], &allow[i]);
         CHECK(ito__cpumask_equal(&inside, &grant[i]));   /* inside the mask, online */

@@ -10,7 +10,9 @@
  * processes of one priority want more than there is and some got one
  * processor fewer than others, each of those shares one processor of a
  * better-served one. And every process holds at least one processor, shared
- * if need be: a process without one could not even take back its hints.
+ * if need be — a process without one could not even take back its hints;
+ * one that wants none (all its vprocs idle) gets only that: the least
+ * shared processor it may use.
  *
  * The method. Within a priority, processes take one free processor at a time,
  * round robin, the one holding fewest first (ties: the one with the fewest
@@ -174,7 +176,7 @@ void ito__share_divide(const struct ito__share_claim *claims, int n, const ito__
         if (claims[i].quota > 0 && claims[i].quota < cap)
             cap = claims[i].quota;
         int room = ito__cpumask_count(&d.allow[i]);
-        d.cap[i] = cap < 1 ? 1 : cap > room ? room : cap;
+        d.cap[i] = cap < 0 ? 0 : cap > room ? room : cap;
         d.count[i] = 0;
     }
 

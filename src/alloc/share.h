@@ -11,7 +11,7 @@
 /* One process as the division sees it. */
 struct ito__share_claim {
     int priority;          /* higher goes first */
-    int want;              /* processors it could use now; at least 1 is given regardless */
+    int want;              /* processors it could use now (0: idle); one, shared, is given regardless */
     int quota;             /* at most this many (its CPU quota); <= 0: no quota */
     ito__cpumask allowed;  /* its affinity mask */
     ito__cpumask held;     /* what it holds now: kept where the division allows */

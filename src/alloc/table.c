@@ -450,7 +450,8 @@ void ito__alloc_leave(struct ito__alloc_table *t, int slot, uint64_t serial)
     ito__alloc_unlock(t);
 }
 
-int ito__alloc_grant(struct ito__alloc_table *t, int slot, uint64_t serial, ito__cpumask *out, uint32_t *generation)
+int ito__alloc_grant(struct ito__alloc_table *t, int slot, uint64_t serial, ito__cpumask *out, uint32_t *generation,
+                     struct ito__alloc_view *view)
 {
     /* Acquire pairs with the release increment of a division (the lock
      * below orders the grant itself). */
@@ -465,20 +466,12 @@ int ito__alloc_grant(struct ito__alloc_table *t, int slot, uint64_t serial, ito_
         if (ito__cpumask_count(out) == 0)
             *out = t->h.online;
     }
+    if (view) {
+        view->processes = 0;
+        for (int i = 0; i < ITO_ALLOC_SLOTS; i++)
+            view->processes += t->slot[i].state == ITO_SLOT_USED;
+        view->reallocations = t->h.reallocations;
+    }
     ito__alloc_unlock(t);
     return s ? 0 : ESRCH;
-}
-
-/* Whether any process in the table is gone (read without the lock: a hint
- * that a division is due; the division itself checks under the lock). */
-bool ito__alloc_any_gone(struct ito__alloc_table *t)
-{
-    for (int i = 0; i < ITO_ALLOC_SLOTS; i++) {
-        struct ito__alloc_slot *s = &t->slot[i];
-        pid_t pid = __atomic_load_n(&s->pid, __ATOMIC_RELAXED);
-        uint64_t st = __atomic_load_n(&s->start_time, __ATOMIC_RELAXED);
-        if (__atomic_load_n(&s->state, __ATOMIC_RELAXED) == ITO_SLOT_USED && !ito__alloc_alive(pid, st))
-            return true;
-    }
-    return false;
 }

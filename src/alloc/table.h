@@ -104,12 +104,17 @@ int ito__alloc_join(struct ito__alloc_table *t, const struct ito__alloc_hints *h
 int ito__alloc_post(struct ito__alloc_table *t, int slot, uint64_t serial, const struct ito__alloc_hints *hi);
 /* Give the slot up: its processors go to the others. */
 void ito__alloc_leave(struct ito__alloc_table *t, int slot, uint64_t serial);
+/* What a process may show of the table (ito_alloc_info). */
+struct ito__alloc_view {
+    int processes;             /* registered */
+    uint64_t reallocations;    /* divisions that changed some grant */
+};
 /* This process's grant (never empty; inside the online processors), and the
  * generation it goes with: sleep on t->h.generation while it is unchanged.
- * ESRCH: the slot is no longer ours. */
-int ito__alloc_grant(struct ito__alloc_table *t, int slot, uint64_t serial, ito__cpumask *out, uint32_t *generation);
-/* Whether some registered process is gone (a hint, read without the lock). */
-bool ito__alloc_any_gone(struct ito__alloc_table *t);
+ * view (may be NULL): filled under the same lock. ESRCH: the slot is no
+ * longer ours. */
+int ito__alloc_grant(struct ito__alloc_table *t, int slot, uint64_t serial, ito__cpumask *out, uint32_t *generation,
+                     struct ito__alloc_view *view);
 
 /* A process's start time (clock ticks since boot, /proc/PID/stat field 22),
  * or 0 if there is no such process (or thread). */

@@ -53,6 +53,8 @@
 #include "base/futex.h"
 #include "base/panic.h"
 #include "core/runtime.h"
+#include "alloc/agent.h"
+#include "core/revoke.h"
 #include "core/stats.h"
 #include "kernel/ring.h"
 
@@ -89,7 +91,7 @@ void ito__fence_heavy(void)
 }
 
 /* Wake vp if it sleeps. */
-static bool wake_vproc(struct ito__vproc *vp)
+bool ito__vproc_wake(struct ito__vproc *vp)
 {
     uint32_t s = ITO_VP_SLEEPING;
     if (atomic_load_explicit(&vp->run_state, memory_order_relaxed) == ITO_VP_SLEEPING &&
@@ -111,7 +113,7 @@ void ito__wake_one(void)
     unsigned start = atomic_load_explicit(&rotor, memory_order_relaxed);
     for (unsigned i = 0; i < n; i++) {
         unsigned k = (start + i) % n;
-        if (wake_vproc(ito__rt.vprocs[k])) {
+        if (ito__vproc_wake(ito__rt.vprocs[k])) {
             atomic_store_explicit(&rotor, k + 1, memory_order_relaxed);
             return;
         }
@@ -121,7 +123,11 @@ void ito__wake_one(void)
 void ito__vproc_kick(struct ito__vproc *vp)
 {
     ito__fence_light();
-    wake_vproc(vp);
+    /* A vproc without a processor gives the thread back (revoke.c: the
+     * Dekker pair of its park). */
+    if (!ito__vproc_wake(vp) &&
+        ITO_UNLIKELY(atomic_load_explicit(&vp->run_state, memory_order_relaxed) == ITO_VP_REVOKED))
+        ito__revoke_rescue(vp);
 }
 
 /* A timer was armed for `deadline`: wake a sleeper that would oversleep it. */
@@ -135,7 +141,7 @@ void ito__idle_timer_armed(uint64_t deadline)
         if (atomic_load_explicit(&vp->run_state, memory_order_relaxed) != ITO_VP_SLEEPING)
             continue;
         uint64_t d = atomic_load_explicit(&vp->sleep_deadline, memory_order_relaxed);
-        if ((d == 0 || d > deadline) && wake_vproc(vp))
+        if ((d == 0 || d > deadline) && ito__vproc_wake(vp))
             return;
     }
 }
@@ -261,7 +267,9 @@ static void maybe_exit_process(void)
 {
     if (!atomic_load_explicit(&ito__rt.main_exited, memory_order_acquire))
         return;
-    if (atomic_load_explicit(&ito__rt.nsleeping, memory_order_acquire) != ito__rt.nvprocs)
+    if (atomic_load_explicit(&ito__rt.nsleeping, memory_order_acquire) +
+            atomic_load_explicit(&ito__rt.nrevoked, memory_order_acquire) !=
+        ito__rt.nvprocs)
         return;
     int64_t live = atomic_load_explicit(&ito__rt.foreign_spawns, memory_order_relaxed);
     for (int i = 0; i < ito__rt.nvprocs; i++) {
@@ -281,17 +289,29 @@ static void stop_spinning(void)
         ito__wake_one();
 }
 
+/* Tell the allocator whether vp is idle (agent.c), on transitions only. */
+static void declare_idle(struct ito__vproc *vp, bool idle)
+{
+    if (atomic_load_explicit(&vp->idle_declared, memory_order_relaxed) == idle)
+        return;
+    atomic_store_explicit(&vp->idle_declared, idle, memory_order_relaxed);
+    ito__agent_idle(idle);
+}
+
+/* Returns a thread for vp, or NULL if vp's processor is being taken away
+ * (revoke.c). */
 struct ito__thread *ito__idle_find(struct ito__vproc *vp)
 {
     uint64_t now = ito__now_ns();
     struct ito__thread *t = find_work(vp, now);
-    if (t)
-        return t;
+    if (t || ito__vproc_revoked(vp))
+        goto found;
     atomic_fetch_add_explicit(&ito__rt.nspinning, 1, memory_order_seq_cst);
     for (;;) {
         /* Spin: our own sources every round, the rest with backoff. */
         uint64_t start = now;
         unsigned backoff = 1, round = 0;
+        bool revoked = false;
         for (;;) {
             /* With more vprocs than CPUs, another activation may be waiting
              * for this CPU: let it run rather than spin in its way. */
@@ -306,13 +326,15 @@ struct ito__thread *ito__idle_find(struct ito__vproc *vp)
             round = 0;
             if (backoff < ITO_BACKOFF_MAX)
                 backoff <<= 1;
+            if ((revoked = ito__vproc_revoked(vp)))
+                break;
             now = ito__now_ns();
             if (now - start >= ito__rt.idle_spin_ns || (t = find_remote(vp, now)))
                 break;
         }
-        if (t) {
+        if (t || revoked) {
             stop_spinning();
-            return t;
+            goto found;
         }
         /* Sleep. Announce it, then look once more (the Dekker pair above). */
         atomic_store_explicit(&vp->sleep_deadline, 0, memory_order_relaxed);
@@ -321,11 +343,20 @@ struct ito__thread *ito__idle_find(struct ito__vproc *vp)
         atomic_fetch_sub_explicit(&ito__rt.nspinning, 1, memory_order_seq_cst);
         ito__fence_heavy();
         t = find_work(vp, ito__now_ns());
+        bool idle_timeout = false;
         if (!t) {
             maybe_exit_process();
             uint64_t deadline = ito__timers_earliest();
             if (vp->retry_at && vp->retry_at < deadline)
                 deadline = vp->retry_at;   /* something to take later (find_remote) */
+            /* Seed 000 §4.2: a vproc tells the allocator it is idle only
+             * after sleeping a while (hysteresis): wake up then to say so. */
+            uint64_t declare_at = 0;
+            if (ito__rt.allocator && !atomic_load_explicit(&vp->idle_declared, memory_order_relaxed)) {
+                declare_at = ito__now_ns() + ITO_ALLOC_IDLE_NS;
+                if (declare_at < deadline)
+                    deadline = declare_at;
+            }
             if (deadline == UINT64_MAX)
                 deadline = 0;
             atomic_store_explicit(&vp->sleep_deadline, deadline, memory_order_relaxed);
@@ -344,13 +375,20 @@ struct ito__thread *ito__idle_find(struct ito__vproc *vp)
             if (atomic_exchange_explicit(&vp->run_state, ITO_VP_IDLE, memory_order_acquire) ==
                 ITO_VP_IDLE)
                 ITO_STAT_INC(vp, wakeups);
+            idle_timeout = declare_at && ito__now_ns() >= declare_at;
         } else {
             atomic_store_explicit(&vp->run_state, ITO_VP_IDLE, memory_order_relaxed);
         }
         atomic_fetch_sub_explicit(&ito__rt.nsleeping, 1, memory_order_seq_cst);
-        if (t)
-            return t;
+        if (t || ito__vproc_revoked(vp))
+            goto found;
+        if (idle_timeout)
+            declare_idle(vp, true);
         atomic_fetch_add_explicit(&ito__rt.nspinning, 1, memory_order_seq_cst);
         now = ito__now_ns();
     }
+found:
+    if (t && ITO_UNLIKELY(atomic_load_explicit(&vp->idle_declared, memory_order_relaxed)))
+        declare_idle(vp, false);
+    return t;
 }

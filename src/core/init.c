@@ -24,11 +24,11 @@
 #include "core/sched.h"
 #include "core/stack.h"
 #include "core/vproc.h"
+#include "alloc/agent.h"
 #include "kernel/monitor.h"
 #include "kernel/preempt.h"
 #include "kernel/ring.h"
 
-#define ITO_VPROCS_MAX 1024
 #define ITO_IDLE_SPIN_DEFAULT_US 50
 
 struct ito__runtime ito__rt;
@@ -107,12 +107,16 @@ static int start(const ito_config_t *c, bool adopt)
     ito__rings_init();
     ito__overflow_install();
     ito__preempt_init();
+    ito__agent_configure();
     if (adopt && (e = ito__activation_adopt(ito__rt.vprocs[0])))
         return e;
     for (int i = adopt ? 1 : 0; i < n; i++)
         if ((e = ito__activation_start(ito__rt.vprocs[i])))
             return e;
-    return ito__monitor_init();
+    if ((e = ito__monitor_init()))
+        return e;
+    ito__agent_start();
+    return 0;
 }
 
 int ito__init_slow(const ito_config_t *cfg, bool explicit_call)

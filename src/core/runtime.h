@@ -14,6 +14,9 @@
 
 enum { ITO_RT_UNINIT = 0, ITO_RT_READY = 2, ITO_RT_FAILED = 3 };
 
+/* The most vprocs a process may have (ITO_VPROCS, ito_config_t.vprocs). */
+#define ITO_VPROCS_MAX 1024
+
 struct ito__runtime {
     _Atomic int state;                    /* ITO_RT_* */
     int init_error;                       /* errno of a failed initialization */
@@ -31,6 +34,7 @@ struct ito__runtime {
     /* Idle protocol (idle.c); on their own lines: written on idle transitions. */
     _Atomic int nspinning ITO_ALIGNED_CACHELINE;   /* vprocs looking for work */
     _Atomic int nsleeping ITO_ALIGNED_CACHELINE;   /* vprocs asleep */
+    _Atomic int nrevoked;                 /* vprocs without a processor (core/revoke.c) */
 
     /* Threads made ready by foreign kernel threads (sched.c). */
     ito__spinlock gq_lock ITO_ALIGNED_CACHELINE;
@@ -45,6 +49,9 @@ struct ito__runtime {
     struct ito__activation *spares;       /* spare_lock: parked, without a vproc */
     int nspares;                          /* spare_lock */
     _Atomic uint32_t monitor_asleep ITO_ALIGNED_CACHELINE; /* futex word of the monitor */
+
+    /* The cross-process allocator (src/alloc/agent.c). */
+    bool allocator;                       /* this process takes part (ITO_ALLOCATOR) */
 
     /* Preemption (kernel/preempt.c); set before the activations start. */
     uint64_t timeslice_ns;                /* ITO_TIMESLICE_US; 0: off */

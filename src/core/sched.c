@@ -50,6 +50,7 @@
 #include "core/event.h"
 #include "core/sanitizer.h"
 #include "core/stats.h"
+#include "core/revoke.h"
 #include "kernel/monitor.h"
 #include "kernel/ring.h"
 
@@ -73,7 +74,7 @@ static void inbox_push(struct ito__vproc *vp, struct ito__thread *t)
                                                   memory_order_relaxed));
 }
 
-static void global_push(struct ito__thread *t)
+void ito__global_push(struct ito__thread *t)
 {
     ito__spin_lock(&ito__rt.gq_lock);
     t->qnext = NULL;
@@ -133,7 +134,7 @@ void ito__ready_slow(struct ito__thread *t, ito_ready_reason_t why)
         send_home(ito__rt.vprocs[t->pref_vproc], t);
         return;
     }
-    global_push(t);
+    ito__global_push(t);
     ito__idle_notify();
 }
 
@@ -191,6 +192,7 @@ static ITO_NOINLINE void periodic(struct ito__vproc *vp)
         }
     }
     ito__global_drain(vp, 8);
+    ito__vproc_repin(vp);
 }
 
 struct ito__thread *ito__pick_local(struct ito__vproc *vp)
@@ -361,7 +363,8 @@ void ito__switch_out(struct ito__thread *cur)
         ito__panic("thread %u \"%s\" called an ito function that may switch between "
                    "ito_blocking_begin and ito_blocking_end; only the blocking system call itself "
                    "belongs there", cur->index, cur->name);
-    struct ito__thread *next = ito__pick_local(act->vp);
+    /* A vproc losing its processor runs nothing more (revoke.c). */
+    struct ito__thread *next = ito__vproc_revoked(act->vp) ? NULL : ito__pick_local(act->vp);
     if (next != cur)   /* cur: it was made ready again before it left: keep running */
         switch_to(act, cur, next, false);
     ito__critical_exit();
@@ -434,8 +437,14 @@ void ito__sched_loop(struct ito__activation *act)
         if (t) {
             act->pending = NULL;   /* claimed by the thread that handed it over */
         } else {
+            if (ito__vproc_revoked(vp)) {
+                ito__revoke_park(act);
+                continue;
+            }
             atomic_store_explicit(&vp->run_state, ITO_VP_IDLE, memory_order_relaxed);
-            t = ito__idle_find(vp);
+            if (!(t = ito__idle_find(vp)))
+                continue;   /* its processor is being taken away */
+            ito__vproc_repin(vp);
         }
         atomic_store_explicit(&vp->run_state, ITO_VP_BUSY, memory_order_relaxed);
         /* The Dekker pair with the monitor's sleep while every vproc idles

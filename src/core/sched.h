@@ -29,14 +29,26 @@ static inline void ito__fence_light(void)
         ITO_FENCE();
 }
 
+/* src/alloc/agent.c: work waits and no vproc is free, while some have no
+ * processor: tell the allocator this process could use more. */
+void ito__agent_more(void);
+
 /* Work was just made available: wake a sleeping vproc if none is looking. */
 static inline void ito__idle_notify(void)
 {
     ito__fence_light();
-    if (ITO_UNLIKELY(atomic_load_explicit(&ito__rt.nspinning, memory_order_relaxed) == 0 &&
-                     atomic_load_explicit(&ito__rt.nsleeping, memory_order_relaxed) > 0))
-        ito__wake_one();
+    if (ITO_UNLIKELY(atomic_load_explicit(&ito__rt.nspinning, memory_order_relaxed) == 0)) {
+        if (atomic_load_explicit(&ito__rt.nsleeping, memory_order_relaxed) > 0)
+            ito__wake_one();
+        else if (ITO_UNLIKELY(atomic_load_explicit(&ito__rt.nrevoked, memory_order_relaxed) > 0))
+            ito__agent_more();
+    }
 }
+
+/* A thread to the global queue, where any vproc takes it (sched.c). */
+void ito__global_push(struct ito__thread *t);
+/* Wake vp if it sleeps; whether it did (idle.c). */
+bool ito__vproc_wake(struct ito__vproc *vp);
 
 void ito__ready_slow(struct ito__thread *t, ito_ready_reason_t why);
 

@@ -27,6 +27,7 @@ ITO_API int ito_stats_get(ito_stats_t *s)
         s->recoveries += ITO_STAT_READ(vp, recoveries);
         s->handoffs += ITO_STAT_READ(vp, handoffs);
         s->stalls += ITO_STAT_READ(vp, stalls);
+        s->revocations += ITO_STAT_READ(vp, revocations);
     }
     s->spawns += (uint64_t)atomic_load_explicit(&ito__rt.foreign_spawns, memory_order_relaxed);
     return 0;

@@ -73,9 +73,16 @@ static int cgroup_quota_cpus(void)
 
 int ito__cpus_usable(int *cpus, int max)
 {
-    cpu_set_t set;
+    /* The affinity the process had before ito pinned anything: taken at the
+     * first call, during initialization (under its lock), before any
+     * activation is pinned; later calls — from pinned kernel threads — see
+     * the same. */
+    static cpu_set_t set;
+    static int have = -1;
+    if (have < 0)
+        have = sched_getaffinity(0, sizeof set, &set) == 0;
     int n = 0;
-    if (sched_getaffinity(0, sizeof set, &set) == 0) {
+    if (have) {
         for (int c = 0; c < CPU_SETSIZE && n < max; c++)
             if (CPU_ISSET(c, &set))
                 cpus[n++] = c;

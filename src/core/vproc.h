@@ -48,6 +48,7 @@ struct ito__vproc_stats {
     uint64_t recoveries;
     uint64_t handoffs;
     uint64_t stalls;
+    uint64_t revocations;
 };
 
 struct ito__activation {
@@ -115,6 +116,7 @@ struct ito__vproc {
     uint64_t *seen_ticks;                   /* idle.c: what this vproc saw of others */
     uint64_t *seen_since;
     uint32_t rng;                           /* victim selection */
+    _Atomic bool idle_declared;             /* idle.c: told the allocator it is idle (the agent reads it) */
     struct ito__vproc_stats stats;
 
     /* --- written by others --- */
@@ -130,6 +132,12 @@ struct ito__vproc {
      * from a carrier asleep in an unbracketed call (kernel/stall.c). */
     _Atomic uintptr_t kstate ITO_ALIGNED_CACHELINE;
     _Atomic uint64_t kcalls;                /* blocking calls begun here (carrier; monitor reads) */
+    /* The cross-process allocator (src/alloc/agent.c) takes the vproc's
+     * processor away (revoke: 1) and gives it back (0, and a CPU to pin
+     * to); the owner acts at its next switch (core/revoke.c). Read at
+     * every switch, written at reallocations only: a line of their own. */
+    _Atomic uint32_t revoke ITO_ALIGNED_CACHELINE;
+    _Atomic int grant_cpu;                  /* the CPU to pin to (-1: unpinned) */
 } ITO_ALIGNED_CACHELINE;
 
 enum { ITO_KS_RUN = 0, ITO_KS_KERNEL = 1, ITO_KS_STEAL = 2, ITO_KS_MASK = 3 };
@@ -141,9 +149,11 @@ static inline struct ito__activation *ito__ks_carrier(uintptr_t ks)
 }
 
 /* What a vproc is doing: running threads; idle in its scheduler context
- * (looking for work); asleep in the kernel. Written by the owner, except
- * SLEEPING -> IDLE by whoever wakes it. */
-enum { ITO_VP_IDLE = 0, ITO_VP_SLEEPING = 1, ITO_VP_BUSY = 2 };
+ * (looking for work); asleep in the kernel; without a processor (the
+ * allocator revoked it: core/revoke.c). Written by the owner, except
+ * SLEEPING -> IDLE by whoever wakes it and REVOKED -> IDLE by the allocator's
+ * agent that grants the processor back. */
+enum { ITO_VP_IDLE = 0, ITO_VP_SLEEPING = 1, ITO_VP_BUSY = 2, ITO_VP_REVOKED = 3 };
 
 /* The activation running the caller, NULL for a foreign kernel thread.
  * An ito thread may be preempted and resume on another activation at any

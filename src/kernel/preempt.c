@@ -72,6 +72,7 @@
 #include "core/stack.h"
 #include "core/stats.h"
 #include "core/thread.h"
+#include "core/revoke.h"
 #include "core/vproc.h"
 #include "kernel/stall.h"
 
@@ -180,7 +181,11 @@ static void chain(int sig, siginfo_t *si, void *uc)
 
 static void on_tick(int sig, siginfo_t *si, void *ucv)
 {
-    if (si->si_code != SI_TIMER) {
+    /* Ours: a tick of an activation's timer, or the allocator's agent
+     * telling a carrier that its vproc loses its processor. */
+    bool revoke_poke = si->si_code == SI_QUEUE && si->si_pid == getpid() &&
+                       si->si_value.sival_int == ITO_PREEMPT_REVOKE_TAG;
+    if (si->si_code != SI_TIMER && !revoke_poke) {
         chain(sig, si, ucv);
         return;
     }
@@ -214,7 +219,9 @@ static void on_tick(int sig, siginfo_t *si, void *ucv)
     /* Owner-written; this is the owner. */
     struct ito__vproc *vp = a->vp;
     uint64_t ticks = atomic_load_explicit(&vp->ticks, memory_order_relaxed);
-    if (ticks != a->slice_ticks) {
+    /* A vproc losing its processor switches out now, whatever its slice. */
+    bool revoked = ito__vproc_revoked(vp);
+    if (ticks != a->slice_ticks && !revoked) {
         a->slice_ticks = ticks;   /* it picked since the last tick: a new slice */
         a->slice_deferred = false;
         goto out;

@@ -1,0 +1,489 @@
+/*
+ * The agent: this process's side of the cross-process allocator.
+ *
+ * Problem. The allocation table (table.c) says which processors each ito
+ * process of the machine holds; someone in this process must post its hints
+ * there, learn its grant, and make the vprocs follow it — without adding
+ * work to any thread operation.
+ *
+ * Approach. A kernel thread of its own ("ito-alloc"), asleep on two futexes
+ * at once (futex_waitv): the table's generation, bumped by any process whose
+ * division changed a grant, and a private word that the scheduler bumps when
+ * this process's demand changes. It wakes only on those transitions:
+ *   - Demand. The process asks for every vproc it has while work waits with
+ *     no vproc free (ito__agent_more, from the wake-up path) — seed 000's
+ *     "add more processors" — and for one fewer per vproc that has slept
+ *     for ITO_ALLOC_IDLE_NS ("this processor is idle", idle.c). The want is
+ *     posted only when it changes.
+ *   - Grant. A new grant of g processors keeps min(g, vprocs) vprocs: those
+ *     that hold one already, busy ones before idle ones, each on a processor
+ *     of the grant it already has where possible. The others are revoked
+ *     (core/revoke.c): the flag, then a poke — a wake-up if the vproc
+ *     sleeps, the time-slice signal (SI_QUEUE, tagged) to its carrier if it
+ *     runs a thread, which then stops at its next safe point. A vproc
+ *     granted back is woken from REVOKED.
+ *   - Liveness. While it wants more than it holds, it divides again twice a
+ *     second, which drops the processes that have died (table.c: pid and
+ *     start time): a killed process's processors go to the others within a
+ *     second.
+ * The process never holds fewer than one vproc (share.c gives everyone one).
+ * At exit it leaves the table, so that its processors go at once.
+ *
+ * Who takes part: every process (ITO_ALLOCATOR=1, the default) whose vprocs
+ * do not outnumber its CPUs — a process that asked for more vprocs than
+ * CPUs asked for time-sharing, and gets it. Processes meet in the table of
+ * their user and domain (ITO_ALLOC_DOMAIN, default none).
+ *
+ * Memory order. revoke and grant_cpu: the agent stores grant_cpu, then
+ * revoke (seq_cst); the owner loads revoke with acquire before grant_cpu.
+ * Granting back is a Dekker pair with the park (revoke.c): the agent stores
+ * revoke = 0 then CASes REVOKED -> IDLE (both seq_cst); the owner stores
+ * REVOKED then loads revoke (seq_cst).
+ */
+#include "alloc/agent.h"
+
+#include <errno.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <ito.h>
+
+#include "alloc/table.h"
+#include "base/clock.h"
+#include "base/env.h"
+#include "base/futex.h"
+#include "base/panic.h"
+#include "core/runtime.h"
+#include "core/sched.h"
+#include "core/vproc.h"
+#include "kernel/preempt.h"
+#include "kernel/ring.h"
+
+#ifndef SYS_futex_waitv
+#define SYS_futex_waitv 449
+#endif
+
+/* How often a process that wants more than it holds looks for dead ones. */
+#define LIVENESS_NS 500000000ull
+
+static struct {
+    struct ito__alloc_table *table;
+    /* Written by the agent thread (and init); read at exit too. */
+    _Atomic int slot;
+    _Atomic uint64_t serial;
+    _Atomic bool joined;
+    _Atomic bool leaving;        /* at exit: do not join again */
+    _Atomic uint32_t word;       /* private futex: demand or priority changed */
+    _Atomic bool more;           /* work waited with no vproc free */
+    _Atomic int priority;        /* ITO_PRIORITY, ito_alloc_set_priority */
+    struct ito__alloc_hints hints;
+    _Atomic int posted_want;
+    int posted_priority;
+    uint32_t applied;            /* the generation whose grant the vprocs follow */
+    _Atomic int nheld;
+    _Atomic int domain_processes;
+    _Atomic uint64_t domain_reallocations;
+    bool waitv;                  /* futex_waitv works */
+    _Atomic bool running;        /* the agent thread runs */
+} ag;
+
+static void poke(void)
+{
+    atomic_fetch_add_explicit(&ag.word, 1, memory_order_release);
+    ito__futex_wake(&ag.word, 1);
+}
+
+void ito__agent_more(void)
+{
+    if (!ito__rt.allocator || atomic_load_explicit(&ag.more, memory_order_relaxed))
+        return;
+    if (!atomic_exchange_explicit(&ag.more, true, memory_order_relaxed))
+        poke();
+}
+
+void ito__agent_idle(bool idle)
+{
+    if (idle)
+        atomic_store_explicit(&ag.more, false, memory_order_relaxed);
+    poke();
+}
+
+static bool held(const struct ito__vproc *vp)
+{
+    return atomic_load_explicit(&vp->revoke, memory_order_relaxed) == 0;
+}
+
+/* What to ask for: every vproc while work waits for one, else the vprocs
+ * held; minus those that are idle. */
+static int desired_want(void)
+{
+    int n = ito__rt.nvprocs, h = 0, idle = 0;
+    for (int i = 0; i < n; i++) {
+        struct ito__vproc *vp = ito__rt.vprocs[i];
+        if (held(vp)) {
+            h++;
+            idle += atomic_load_explicit(&vp->idle_declared, memory_order_relaxed);
+        }
+    }
+    int w = (atomic_load_explicit(&ag.more, memory_order_relaxed) ? n : h) - idle;
+    return w < 0 ? 0 : w > n ? n : w;   /* 0: all idle; the division still gives one, shared */
+}
+
+/* ------------------------------------------------------------- vprocs */
+
+/* Make vp's carrier stop at its next safe point: the time-slice signal,
+ * tagged so that the handler knows it from other senders (preempt.c). */
+static void poke_carrier(struct ito__vproc *vp)
+{
+    if (!ito__rt.timeslice_ns)
+        return;   /* no handler: it stops at its next switch */
+    struct ito__activation *c = ito__ks_carrier(atomic_load_explicit(&vp->kstate, memory_order_acquire));
+    if (!c || !c->tid)
+        return;
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    si.si_signo = ito__rt.preempt_signal;
+    si.si_code = SI_QUEUE;
+    si.si_pid = getpid();
+    si.si_uid = getuid();
+    si.si_value.sival_int = ITO_PREEMPT_REVOKE_TAG;
+    syscall(SYS_rt_tgsigqueueinfo, getpid(), c->tid, ito__rt.preempt_signal, &si);
+}
+
+static void take_away(struct ito__vproc *vp)
+{
+    atomic_store_explicit(&vp->revoke, 1, memory_order_seq_cst);
+    uint32_t s = atomic_load_explicit(&vp->run_state, memory_order_relaxed);
+    if (s == ITO_VP_SLEEPING)
+        ito__vproc_wake(vp);
+    else if (s == ITO_VP_BUSY)
+        poke_carrier(vp);
+}
+
+static void grant(struct ito__vproc *vp, int cpu)
+{
+    atomic_store_explicit(&vp->grant_cpu, cpu, memory_order_relaxed);
+    atomic_store_explicit(&vp->revoke, 0, memory_order_seq_cst);
+    uint32_t s = ITO_VP_REVOKED;
+    if (atomic_compare_exchange_strong_explicit(&vp->run_state, &s, ITO_VP_IDLE, memory_order_seq_cst,
+                                                memory_order_relaxed)) {
+        if (vp->ring)
+            ito__ring_kick(vp->ring);
+        else
+            ito__futex_wake(&vp->run_state, 1);
+    }
+}
+
+/* Busy vprocs are kept before idle ones, idle before sleeping ones. */
+static int keep_rank(const struct ito__vproc *vp)
+{
+    if (atomic_load_explicit(&vp->idle_declared, memory_order_relaxed))
+        return 0;
+    return atomic_load_explicit(&vp->run_state, memory_order_relaxed) == ITO_VP_SLEEPING ? 1 : 2;
+}
+
+/* Make the vprocs follow the grant `m`. */
+static void apply(const ito__cpumask *m)
+{
+    int n = ito__rt.nvprocs, g = ito__cpumask_count(m);
+    int target = g < n ? g : n;
+    bool keep[ITO_VPROCS_MAX] = { false };
+    int cpu_of[ITO_VPROCS_MAX];
+    /* Which vprocs keep a processor: held ones first, best ranked, then the
+     * lowest indices. */
+    int kept = 0;
+    for (int rank = 2; rank >= 0 && kept < target; rank--)
+        for (int i = 0; i < n && kept < target; i++)
+            if (held(ito__rt.vprocs[i]) && keep_rank(ito__rt.vprocs[i]) == rank) {
+                keep[i] = true;
+                kept++;
+            }
+    for (int i = 0; i < n && kept < target; i++)
+        if (!keep[i]) {
+            keep[i] = true;
+            kept++;
+        }
+    /* Which processor each kept vproc runs on: the one it has, if granted
+     * and not taken by another; else a free one of the grant. */
+    ito__cpumask free = *m;
+    for (int i = 0; i < n; i++) {
+        cpu_of[i] = -1;
+        int c = atomic_load_explicit(&ito__rt.vprocs[i]->grant_cpu, memory_order_relaxed);
+        if (keep[i] && c >= 0 && ito__cpumask_has(&free, c)) {
+            cpu_of[i] = c;
+            ito__cpumask_clear(&free, c);
+        }
+    }
+    for (int i = 0; i < n; i++)
+        if (keep[i] && cpu_of[i] < 0) {
+            cpu_of[i] = ito__cpumask_next(&free, 0);
+            if (cpu_of[i] >= 0)
+                ito__cpumask_clear(&free, cpu_of[i]);
+        }
+    /* Revoke first, so that the count of running vprocs never exceeds the
+     * grant for longer than a revocation takes. */
+    for (int i = 0; i < n; i++)
+        if (!keep[i] && held(ito__rt.vprocs[i]))
+            take_away(ito__rt.vprocs[i]);
+    for (int i = 0; i < n; i++)
+        if (keep[i])
+            grant(ito__rt.vprocs[i], ito__rt.pin ? cpu_of[i] : -1);
+    atomic_store_explicit(&ag.nheld, target, memory_order_relaxed);
+}
+
+/* Outside the table (it is full, or cannot be opened): everything. */
+static void apply_all(void)
+{
+    int cpus[CPU_SETSIZE];
+    int nc = ito__cpus_usable(cpus, CPU_SETSIZE);
+    ito__cpumask m;
+    ito__cpumask_zero(&m);
+    for (int i = 0; i < nc; i++)
+        ito__cpumask_set(&m, cpus[i] < 0 ? i : cpus[i]);
+    apply(&m);
+}
+
+/* ------------------------------------------------------------- the table */
+
+static bool join(void)
+{
+    if (atomic_load(&ag.leaving))
+        return false;
+    ag.hints.want = desired_want();
+    ag.hints.priority = atomic_load(&ag.priority);
+    int slot;
+    uint64_t serial;
+    int e = ito__alloc_join(ag.table, &ag.hints, &slot, &serial);
+    if (e) {
+        static bool warned;
+        if (!warned) {
+            warned = true;
+            ito__warn("cannot join the processor allocation table (%s); this process uses every "
+                      "CPU it may, as with ITO_ALLOCATOR=0, until a slot frees up",
+                      e == ENOSPC ? "it is full: 64 ito processes" : strerror(e));
+        }
+        ag.joined = false;
+        apply_all();
+        return false;
+    }
+    atomic_store(&ag.slot, slot);
+    atomic_store(&ag.serial, serial);
+    ag.joined = true;
+    ag.posted_want = ag.hints.want;
+    ag.posted_priority = ag.hints.priority;
+    ag.applied = 0;
+    return true;
+}
+
+static void sync_hints(void)
+{
+    int want = desired_want(), prio = atomic_load(&ag.priority);
+    if (!ag.joined || (want == ag.posted_want && prio == ag.posted_priority))
+        return;
+    ag.hints.want = want;
+    ag.hints.priority = prio;
+    if (ito__alloc_post(ag.table, ag.slot, ag.serial, &ag.hints) == ESRCH) {
+        join();   /* the table was rebuilt: our slot is gone */
+        return;
+    }
+    ag.posted_want = want;
+    ag.posted_priority = prio;
+}
+
+static void sync_grant(void)
+{
+    ito__cpumask m;
+    uint32_t gen;
+    struct ito__alloc_view view;
+    if (ito__alloc_grant(ag.table, ag.slot, ag.serial, &m, &gen, &view) == ESRCH) {
+        if (!join())
+            return;
+        if (ito__alloc_grant(ag.table, ag.slot, ag.serial, &m, &gen, &view) != 0)
+            return;
+    }
+    ag.applied = gen;
+    apply(&m);
+    atomic_store(&ag.domain_processes, view.processes);
+    atomic_store(&ag.domain_reallocations, view.reallocations);
+}
+
+/* Sleep until the generation or our word changes, or the deadline. */
+static void wait_change(uint32_t gen, uint32_t word, uint64_t deadline)
+{
+    struct timespec ts = { (time_t)(deadline / 1000000000u), (long)(deadline % 1000000000u) };
+    if (ag.waitv) {
+        struct futex_waitv w[2];
+        memset(w, 0, sizeof w);
+        w[0].val = gen;
+        w[0].uaddr = (uintptr_t)&ag.table->h.generation;
+        w[0].flags = FUTEX_32;   /* shared between processes */
+        w[1].val = word;
+        w[1].uaddr = (uintptr_t)&ag.word;
+        w[1].flags = FUTEX_32 | FUTEX_PRIVATE_FLAG;
+        long r = syscall(SYS_futex_waitv, w, 2, 0, deadline ? &ts : NULL, CLOCK_MONOTONIC);
+        if (r >= 0 || errno != ENOSYS)
+            return;
+        ag.waitv = false;
+    }
+    /* Without futex_waitv (Linux < 5.16): the private word, and a look at
+     * the generation every 10 ms. */
+    uint64_t d = ito__now_ns() + 10000000u;
+    ito__futex_wait(&ag.word, word, deadline && deadline < d ? deadline : d);
+}
+
+static void *agent_main(void *arg)
+{
+    (void)arg;
+    uint64_t next_check = 0;
+    for (;;) {
+        uint32_t word = atomic_load_explicit(&ag.word, memory_order_acquire);
+        uint32_t gen = atomic_load_explicit(&ag.table->h.generation, memory_order_acquire);
+        if (atomic_load(&ag.leaving))
+            return NULL;
+        if (!ag.joined) {
+            if (!join()) {
+                wait_change(gen, word, ito__now_ns() + LIVENESS_NS);
+                continue;
+            }
+        }
+        sync_hints();
+        if (gen != ag.applied || !ag.applied)
+            sync_grant();
+        uint64_t now = ito__now_ns(), deadline = 0;
+        if (ag.posted_want > atomic_load(&ag.nheld)) {
+            if (now >= next_check) {
+                /* A dead process's processors: a division drops it. */
+                next_check = now + LIVENESS_NS;
+                ito__alloc_lock(ag.table);
+                bool changed = ito__alloc_divide(ag.table);
+                ito__alloc_unlock(ag.table);
+                if (changed)
+                    continue;
+            }
+            deadline = next_check;
+        }
+        wait_change(ag.applied, word, deadline);
+    }
+}
+
+static void leave(void)
+{
+    atomic_store(&ag.leaving, true);
+    poke();
+    if (ag.joined)
+        ito__alloc_leave(ag.table, ag.slot, ag.serial);
+}
+
+void ito__agent_configure(void)
+{
+    if (!ito__env_int("ITO_ALLOCATOR", 1, 0, 1, false))
+        return;
+    int cpus[CPU_SETSIZE];
+    int nc = ito__cpus_usable(cpus, CPU_SETSIZE);
+    if (ito__rt.nvprocs > nc || ito__rt.nvprocs > ITO_VPROCS_MAX)
+        return;   /* it asked for time-sharing */
+    const char *domain = ito__env_str("ITO_ALLOC_DOMAIN");
+    char name[128];
+    if (domain) {
+        for (const char *p = domain; *p; p++)
+            if (!(*p >= 'a' && *p <= 'z') && !(*p >= 'A' && *p <= 'Z') && !(*p >= '0' && *p <= '9') &&
+                *p != '-' && *p != '_') {
+                ito__warn("ignoring ITO_ALLOC_DOMAIN='%s': use letters, digits, '-' and '_' only", domain);
+                domain = NULL;
+                break;
+            }
+        if (domain && strlen(domain) > 64) {
+            ito__warn("ignoring ITO_ALLOC_DOMAIN: longer than 64 characters");
+            domain = NULL;
+        }
+    }
+    ito__alloc_table_name(domain, name, sizeof name);
+    int e = ito__alloc_table_open(name, &ag.table);
+    if (e) {
+        ito__warn("cannot open the processor allocation table %s (%s); this process uses every CPU "
+                  "it may, as with ITO_ALLOCATOR=0", name, strerror(e));
+        return;
+    }
+    atomic_store(&ag.priority, (int)ito__env_int("ITO_PRIORITY", 0, ITO_ALLOC_PRIORITY_MIN,
+                                                 ITO_ALLOC_PRIORITY_MAX, false));
+    ag.hints.quota = 0;   /* the vprocs already count the quota (vproc.c) */
+    /* Its affinity mask (nc CPUs, the quota counted: vproc.c). */
+    for (int i = 0; i < nc; i++)
+        ito__cpumask_set(&ag.hints.allowed, cpus[i] < 0 ? i : cpus[i]);
+    prctl(PR_GET_NAME, ag.hints.name);
+    ag.hints.name[sizeof ag.hints.name - 1] = '\0';
+    ag.waitv = true;
+    atomic_store(&ag.more, true);   /* a new process asks for every vproc it has */
+    ito__rt.allocator = true;
+}
+
+void ito__agent_start(void)
+{
+    if (!ito__rt.allocator)
+        return;
+    join();   /* if it fails, the agent retries */
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 256 * 1024);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_t t;
+    int e = pthread_create(&t, &attr, agent_main, NULL);
+    pthread_attr_destroy(&attr);
+    if (e) {
+        ito__warn("cannot start the allocator's thread (%s); this process uses every CPU it may",
+                  strerror(e));
+        if (ag.joined)
+            ito__alloc_leave(ag.table, ag.slot, ag.serial);
+        ag.joined = false;
+        apply_all();
+        return;
+    }
+    pthread_setname_np(t, "ito-alloc");
+    atomic_store(&ag.running, true);
+    atexit(leave);
+}
+
+/* ------------------------------------------------------------- the API */
+
+ITO_API int ito_alloc_info(ito_alloc_info_t *info)
+{
+    if (!info)
+        return EINVAL;
+    int e = ito__ensure_init();
+    if (e)
+        return e;
+    memset(info, 0, sizeof *info);
+    info->enabled = atomic_load(&ag.running);
+    info->vprocs = ito__rt.nvprocs;
+    int h = 0;
+    for (int i = 0; i < ito__rt.nvprocs; i++)
+        h += held(ito__rt.vprocs[i]);
+    info->held = h;
+    info->want = info->enabled ? ag.posted_want : ito__rt.nvprocs;
+    info->priority = atomic_load(&ag.priority);
+    info->processes = info->enabled ? atomic_load(&ag.domain_processes) : 1;
+    info->reallocations = atomic_load(&ag.domain_reallocations);
+    return 0;
+}
+
+ITO_API int ito_alloc_set_priority(int priority)
+{
+    if (priority < ITO_ALLOC_PRIORITY_MIN || priority > ITO_ALLOC_PRIORITY_MAX)
+        return EINVAL;
+    int e = ito__ensure_init();
+    if (e)
+        return e;
+    atomic_store(&ag.priority, priority);
+    if (atomic_load(&ag.running))
+        poke();
+    return 0;
+}

@@ -1,0 +1,198 @@
+/* The allocator across real ito processes (src/alloc/agent.c, core/revoke.c).
+ *
+ * This process computes on every vproc; other ito processes (this program,
+ * started again in another role) arrive and leave:
+ *   - a second computing process: each gets half the processors; ours that
+ *     lost its processor reports VPROC_REMOVED and its threads go on
+ *     elsewhere (all of them keep making progress);
+ *   - that process killed with SIGKILL: its processors come back (within
+ *     the agent's liveness period; the time is printed);
+ *   - an idle process: it keeps no processor of its own;
+ *   - a computing process of lower priority: we keep everything; after we
+ *     lower our own priority below its, we keep one;
+ *   - a process with ITO_ALLOCATOR=0 stays out.
+ * All of them meet in the test's own domain (ITO_ALLOC_DOMAIN, set by ctest).
+ * The waits are for conditions, with a generous cap; no time is asserted. */
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common.h"
+
+#define MAXV 64
+static _Atomic uint64_t progress[MAXV];
+static atomic_bool stop;
+static atomic_int removed, added;
+
+static void *compute(void *arg)
+{
+    int me = (int)(intptr_t)arg;
+    volatile uint64_t x = 0;
+    while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
+        for (int i = 0; i < 20000; i++)
+            x += (uint64_t)i;
+        atomic_fetch_add_explicit(&progress[me], 1, memory_order_relaxed);
+#if defined(__SANITIZE_THREAD__)
+        ito_yield();   /* TSan delivers the revoking signal only inside the C library */
+#endif
+    }
+    return NULL;
+}
+
+static void hook(const ito_event_t *ev, void *arg)
+{
+    if (ev->kind == ITO_EVENT_VPROC_REMOVED)
+        atomic_fetch_add(&removed, 1);
+    else if (ev->kind == ITO_EVENT_VPROC_ADDED)
+        atomic_fetch_add(&added, 1);
+}
+
+static ito_alloc_info_t info(void)
+{
+    ito_alloc_info_t i;
+    OK(ito_alloc_info(&i));
+    return i;
+}
+
+/* Wait up to 20 s for cond; returns the milliseconds it took. */
+#define AWAIT(cond)                                                                     \
+    ({                                                                                       \
+        uint64_t t0_ = ito_now_ns();                                                         \
+        while (!(cond)) {                                                                    \
+            if (ito_now_ns() - t0_ > 20000000000ull) {                                       \
+                ito_alloc_info_t i_ = info();                                                \
+                fprintf(stderr, "%s:%d: gave up waiting for %s (held %d of %d, want %d, %d " \
+                        "processes)\n", __FILE__, __LINE__, #cond, i_.held, i_.vprocs,       \
+                        i_.want, i_.processes);                                              \
+                abort();                                                                     \
+            }                                                                                \
+            ito_sleep_ns(2000000);                                                           \
+        }                                                                                    \
+        (double)(ito_now_ns() - t0_) / 1e6;                                                  \
+    })
+
+static char *self_path;
+
+/* This program in another role, with extra environment settings. */
+static pid_t start(const char *role, const char *env)
+{
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        if (env)
+            putenv((char *)env);
+        execl(self_path, self_path, role, (char *)NULL);
+        _exit(127);
+    }
+    return pid;
+}
+
+static void finish(pid_t pid)
+{
+    kill(pid, SIGKILL);
+    int st;
+    CHECK(waitpid(pid, &st, 0) == pid);
+}
+
+static int child(const char *role)
+{
+    OK(ito_init(NULL));
+    if (!strcmp(role, "out")) {
+        ito_alloc_info_t i = info();
+        return i.enabled ? 1 : 0;   /* ITO_ALLOCATOR=0: not taking part */
+    }
+    if (!strcmp(role, "compute")) {
+        int n = ito_vproc_count();
+        for (int k = 0; k < n; k++) {
+            ito_thread_t t;
+            OK(ito_spawn(&t, NULL, compute, (void *)(intptr_t)k));
+        }
+    }
+    for (;;)
+        ito_sleep_ns(1000000000ull);   /* "idle", or main's part in "compute" */
+}
+
+int main(int argc, char **argv)
+{
+    self_path = argv[0];
+    if (argc > 1)
+        return child(argv[1]);
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    OK(ito_event_hook_set(hook, NULL));
+    OK(ito_init(NULL));
+    int n = ito_vproc_count();
+    ito_alloc_info_t i = info();
+    CHECK(i.enabled);
+    CHECK_EQ(i.vprocs, n);
+    AWAIT(info().held == n && info().processes == 1);
+    for (int k = 0; k < n && k < MAXV; k++) {
+        ito_thread_t t;
+        OK(ito_spawn(&t, NULL, compute, (void *)(intptr_t)k));
+    }
+
+    /* Out of the allocator on request. */
+    pid_t out = start("out", "ITO_ALLOCATOR=0");
+    int st;
+    CHECK(waitpid(out, &st, 0) == out && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+
+    if (n < 2) {
+        printf("alloc_processes: 1 vproc: nothing to divide; joined alone\n");
+        atomic_store(&stop, true);
+        return 0;
+    }
+
+    /* A second computing process: half each. */
+    pid_t b = start("compute", NULL);
+    double ms = AWAIT(info().held == n / 2 && info().processes == 2);
+    printf("alloc_processes: a second process arrived: %d of %d vprocs kept after %.1f ms\n", info().held, n, ms);
+    AWAIT(atomic_load(&removed) >= n - n / 2);
+    ito_stats_t s;
+    OK(ito_stats_get(&s));
+    CHECK(s.revocations >= (uint64_t)(n - n / 2));
+    /* Every thread goes on, also those of the vprocs that lost theirs. */
+    uint64_t before[MAXV];
+    for (int k = 0; k < n && k < MAXV; k++)
+        before[k] = atomic_load(&progress[k]);
+    for (int k = 0; k < n && k < MAXV; k++)
+        AWAIT(atomic_load(&progress[k]) > before[k] + 2);
+
+    /* Killed: its processors come back. */
+    int added0 = atomic_load(&added);
+    finish(b);
+    ms = AWAIT(info().held == n && info().processes == 1);
+    printf("alloc_processes: the other process killed: all %d vprocs back after %.1f ms\n", n, ms);
+    AWAIT(atomic_load(&added) >= added0 + (n - n / 2));
+
+    /* An idle process keeps no processor of its own. */
+    pid_t c = start("idle", NULL);
+    AWAIT(info().processes == 2);
+    ms = AWAIT(info().held == n);
+    printf("alloc_processes: an idle process beside us: all %d vprocs kept (%.1f ms)\n", n, ms);
+
+    /* Lower priority: we keep everything. */
+    pid_t d = start("compute", "ITO_PRIORITY=-5");
+    AWAIT(info().processes == 3);
+    for (int k = 0; k < 50; k++) {   /* 100 ms of looking */
+        CHECK_EQ(info().held, n);
+        ito_sleep_ns(2000000);
+    }
+    /* Now below it: one left. */
+    CHECK_EQ(ito_alloc_set_priority(-10), 0);
+    ms = AWAIT(info().held == 1);
+    printf("alloc_processes: priority lowered below the other's: 1 vproc kept after %.1f ms\n", ms);
+    CHECK_EQ(info().priority, -10);
+    CHECK_EQ(ito_alloc_set_priority(21), EINVAL);
+    CHECK_EQ(ito_alloc_set_priority(-21), EINVAL);
+    CHECK_EQ(ito_alloc_info(NULL), EINVAL);
+    CHECK_EQ(ito_alloc_set_priority(0), 0);
+    finish(c);
+    finish(d);
+    ms = AWAIT(info().held == n);
+    atomic_store(&stop, true);
+    printf("alloc_processes: alone again after %.1f ms; %d removals, %d additions reported\n", ms,
+           atomic_load(&removed), atomic_load(&added));
+    return 0;
+}
