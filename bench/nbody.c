@@ -3,6 +3,7 @@
  * speedup against a sequential version as processors are added.
  *
  *   nbody --impl seq|ito|pthread [--cpus N] [--n BODIES] [--steps S] [--grain G]
+ *         [--sync fork|block|spin] [--spin-us US]
  *
  * One time step: bounding box; build the quadtree (bodies are partitioned in
  * place into quadrants, recursively, down to leaves of at most LEAF_MAX
@@ -26,6 +27,15 @@
  *            main thread, the subtrees below them are dealt out round-robin;
  *            bodies are split into equal contiguous ranges for the force and
  *            update phases.
+ *
+ * --sync (seed 000 Table 5: two programs at once): "fork" is the ito version
+ * above (ito's default); "block" and "spin" run the worker version for
+ * either implementation — one worker per CPU (ito: per vproc, ito threads,
+ * not pinned by the program), barriers between phases. "block": the barrier
+ * blocks at once (pthread: pthread_barrier_t, pthread's default; ito: mutex
+ * and condition). "spin": a waiter first spins for --spin-us (default 200),
+ * as OpenMP runtimes do, then blocks; an ito waiter spins by yielding its
+ * vproc, a POSIX thread with the pause instruction.
  *
  * The bodies start as a 2D Plummer-like cluster from a fixed pseudo-random
  * seed. Prints the time of the S steps (initialization excluded).
@@ -67,6 +77,8 @@ static _Atomic long pool_next;
 static long force_grain = 8;
 static _Atomic long spawns;
 static enum { SEQ, ITO, PTH } impl;
+static enum { SY_FORK, SY_BLOCK, SY_SPIN } sync_kind;
+static long spin_us = 200;
 
 /* ---------------------------------------------------------------- the tree */
 
@@ -352,6 +364,49 @@ static int nthreads;
 static int phase;
 static pthread_barrier_t bar;
 
+/* The barrier of the worker version: a generation count, spinning (SY_SPIN)
+ * then blocking on a mutex and condition of the implementation's kind. */
+static struct {
+    _Atomic unsigned arrived, gen;
+    pthread_mutex_t pm;
+    pthread_cond_t pc;
+    ito_mutex_t im;
+    ito_cond_t ic;
+} wb;
+
+static void wb_lock(void) { impl == ITO ? (void)ito_mutex_lock(&wb.im) : (void)pthread_mutex_lock(&wb.pm); }
+static void wb_unlock(void) { impl == ITO ? (void)ito_mutex_unlock(&wb.im) : (void)pthread_mutex_unlock(&wb.pm); }
+
+static void bar_wait(void)
+{
+    if (impl == PTH && sync_kind == SY_BLOCK) {
+        pthread_barrier_wait(&bar);
+        return;
+    }
+    unsigned g = atomic_load(&wb.gen);
+    if (atomic_fetch_add(&wb.arrived, 1) + 1 == (unsigned)nthreads) {
+        atomic_store(&wb.arrived, 0);
+        wb_lock();
+        atomic_fetch_add(&wb.gen, 1);
+        impl == ITO ? (void)ito_cond_broadcast(&wb.ic) : (void)pthread_cond_broadcast(&wb.pc);
+        wb_unlock();
+        return;
+    }
+    if (sync_kind == SY_SPIN) {
+        uint64_t end = bench_now_ns() + (uint64_t)spin_us * 1000u;
+        while (atomic_load_explicit(&wb.gen, memory_order_acquire) == g && bench_now_ns() < end) {
+            if (impl == ITO)
+                ito_yield();
+            else
+                __builtin_ia32_pause();
+        }
+    }
+    wb_lock();
+    while (atomic_load(&wb.gen) == g)
+        impl == ITO ? (void)ito_cond_wait(&wb.ic, &wb.im) : (void)pthread_cond_wait(&wb.pc, &wb.pm);
+    wb_unlock();
+}
+
 static void do_phase(int k)
 {
     int lo = (int)((long)N * k / nthreads), hi = (int)((long)N * (k + 1) / nthreads);
@@ -374,11 +429,11 @@ static void *worker(void *arg)
 {
     int k = (int)(intptr_t)arg;
     for (;;) {
-        pthread_barrier_wait(&bar);
+        bar_wait();
         if (phase == PH_EXIT)
             return NULL;
         do_phase(k);
-        pthread_barrier_wait(&bar);
+        bar_wait();
     }
 }
 
@@ -386,10 +441,10 @@ static void run_phase(int ph)
 {
     phase = ph;
     if (nthreads > 1)
-        pthread_barrier_wait(&bar);
+        bar_wait();
     do_phase(0);
     if (nthreads > 1)
-        pthread_barrier_wait(&bar);
+        bar_wait();
 }
 
 /* ------------------------------------------------------------------- main */
@@ -451,10 +506,13 @@ static void step(void)
         update(0, N);
         break;
     case ITO:
-        build(root, 0, &al);
-        par_range(forces, force_grain);
-        par_range(update, UPDATE_GRAIN);
-        break;
+        if (sync_kind == SY_FORK) {
+            build(root, 0, &al);
+            par_range(forces, force_grain);
+            par_range(update, UPDATE_GRAIN);
+            break;
+        }
+        __attribute__((fallthrough));   /* the worker version */
     case PTH: {
         nfront = 0;
         build_top(root, 0, &al);
@@ -469,7 +527,8 @@ static void step(void)
 
 int main(int argc, char **argv)
 {
-    static const char *const known[] = { "--impl", "--cpus", "--vprocs", "--n", "--steps", "--grain", NULL };
+    static const char *const known[] = { "--impl", "--cpus", "--vprocs", "--n", "--steps", "--grain", "--sync",
+                                         "--spin-us", NULL };
     bench_exp = "nbody";
     bench_impl = arg_str(argc, argv, "--impl", "ito");
     args_check(argc, argv, known);
@@ -487,6 +546,11 @@ int main(int argc, char **argv)
     force_grain = arg_int(argc, argv, "--grain", 8);
     if (N < 2 || steps < 1 || force_grain < 1)
         bench_fail("--n must be >= 2, --steps and --grain >= 1");
+    const char *sy = arg_str(argc, argv, "--sync", impl == ITO ? "fork" : "block");
+    sync_kind = !strcmp(sy, "fork") ? SY_FORK : !strcmp(sy, "block") ? SY_BLOCK : !strcmp(sy, "spin") ? SY_SPIN : -1;
+    spin_us = arg_int(argc, argv, "--spin-us", 200);
+    if ((int)sync_kind < 0 || (sync_kind == SY_FORK && impl != ITO) || spin_us < 0)
+        bench_fail("--sync must be fork (ito only), block or spin; --spin-us >= 0");
 
     B = xmalloc(sizeof *B * (size_t)N);
     AX = xmalloc(sizeof(double) * (size_t)N);
@@ -501,20 +565,29 @@ int main(int argc, char **argv)
     init_bodies();
 
     pthread_t *ts = NULL;
+    ito_thread_t *its = NULL;
     if (impl == SEQ) {
         restrict_to_cpus(1);
-    } else if (impl == ITO) {
+    } else if (impl == ITO && sync_kind == SY_FORK) {
         ito_start(cpus);
-    } else if (impl == PTH) {
-        restrict_to_cpus(cpus);
-        pin_pthread(pthread_self(), cpu_nth(0));
+    } else {
+        if (impl == ITO) {
+            ito_start(cpus);
+            CHECK0(ito_mutex_init(&wb.im));
+            CHECK0(ito_cond_init(&wb.ic));
+        } else {
+            restrict_to_cpus(cpus);
+            pin_pthread(pthread_self(), cpu_nth(0));
+            CHECK0(pthread_mutex_init(&wb.pm, NULL));
+            CHECK0(pthread_cond_init(&wb.pc, NULL));
+        }
         nthreads = cpus;
         topd = 1;
         while ((1L << (2 * topd)) < 8L * nthreads)
             topd++;
         front = xmalloc(sizeof *front * ((size_t)1 << (2 * topd)));
         front_depth = xmalloc(sizeof *front_depth * ((size_t)1 << (2 * topd)));
-        if (nthreads > 1) {
+        if (nthreads > 1 && impl == PTH) {
             CHECK0(pthread_barrier_init(&bar, NULL, (unsigned)nthreads));
             ts = xmalloc(sizeof *ts * (size_t)nthreads);
             for (int k = 1; k < nthreads; k++) {
@@ -523,6 +596,10 @@ int main(int argc, char **argv)
                 CHECK0(pthread_create(&ts[k], &a, worker, (void *)(intptr_t)k));
                 pthread_attr_destroy(&a);
             }
+        } else if (nthreads > 1) {
+            its = xmalloc(sizeof *its * (size_t)nthreads);
+            for (int k = 1; k < nthreads; k++)
+                CHECK0(ito_spawn(&its[k], NULL, worker, (void *)(intptr_t)k));
         }
     }
 
@@ -532,11 +609,11 @@ int main(int argc, char **argv)
         step();
     uint64_t t1 = bench_now_ns();
 
-    if (impl == PTH && nthreads > 1) {
+    if (sync_kind != SY_FORK && nthreads > 1) {
         phase = PH_EXIT;
-        pthread_barrier_wait(&bar);
+        bar_wait();
         for (int k = 1; k < nthreads; k++)
-            CHECK0(pthread_join(ts[k], NULL));
+            CHECK0(impl == PTH ? pthread_join(ts[k], NULL) : ito_join(its[k], NULL));
     }
     double sum;
     uint64_t h = positions_hash(&sum);
@@ -550,7 +627,8 @@ int main(int argc, char **argv)
         json_common_pthread(cpus);
     json_int("n", N);
     json_int("steps", steps);
-    if (impl == ITO) {
+    json_str("sync", sy);
+    if (impl == ITO && sync_kind == SY_FORK) {
         json_int("grain", force_grain);
         json_int("threads_per_step", (atomic_load(&spawns) + steps - 1) / steps);
     } else if (impl == PTH) {

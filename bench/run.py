@@ -31,7 +31,7 @@ import sys
 import time
 
 EXPERIMENTS = ["nullfork", "forkmany", "fork1000", "yield", "signalwait", "kpingpong", "handoff", "nbody", "fig3",
-               "matmul", "memory", "echo"]
+               "table5", "matmul", "memory", "echo"]
 
 TITLES = {
     "nullfork": "Null fork: create + join of an empty thread",
@@ -43,6 +43,7 @@ TITLES = {
     "handoff": "Hand-off: a processor lost to a blocked kernel call, until another thread runs on it",
     "nbody": "Barnes-Hut N-body: speedup vs processors",
     "fig3": "N-body behind a buffer cache: run time vs the share of the data in memory",
+    "table5": "Two N-body programs at once: space sharing vs time sharing",
     "matmul": "Matrix multiply",
     "memory": "Memory: resident memory per blocked thread",
     "echo": "Echo server: one thread per connection, closed-loop load",
@@ -58,6 +59,7 @@ SOURCES = {
     "handoff": "seed 000 Table 2 (the \"activation has blocked\" event)",
     "nbody": "seed 000 Fig. 2 (N-body speedup)",
     "fig3": "seed 000 Fig. 3 (N-body run time vs available memory, 50 ms misses)",
+    "table5": "seed 000 Table 5 (two parallel programs on one machine)",
     "matmul": "seed 001 Figs. 4 and 5 (matrix multiply)",
     "memory": "the issue's 1,000,000-thread target",
     "echo": "the issue's server target (thread per connection, 10,000 connections)",
@@ -495,6 +497,11 @@ def cpu_label(c):
     return plural(c, "CPU", "CPUs")
 
 
+# Table 5's spinning barrier: how long a waiter spins before it blocks (Intel's
+# OpenMP spins 200 ms by default, KMP_BLOCKTIME; GNU's a few milliseconds).
+TABLE5_SPIN_US = 20000
+
+
 def build_configs(exp, ncpu, full, reps_override, extra):
     def R(quick, fullr):
         return reps_override or (fullr if full else quick)
@@ -602,6 +609,22 @@ def build_configs(exp, ncpu, full, reps_override, extra):
                                      "nbodycache", ["--impl", "ito", "--fit", fit, "--miss", miss] + common, ncpu,
                                      "seconds", "ns", R(3, 5), scale=1e9, x=fit, group=miss, timeout=120,
                                      pair=pk, env={"ITO_ACTIVATIONS": act}))
+    elif exp == "table5":
+        # two copies of the worker N-body started together (bench/together),
+        # each asking for every CPU; their speedups over one sequential run
+        common = ["--n", 20000, "--steps", 20 if full else 10]
+        cs.append(Config(exp, "table5/seq", "seq", "sequential, alone", "nbody", ["--impl", "seq"] + common, 1,
+                         "seconds", "ns", R(3, 5), scale=1e9, timeout=300))
+        for sync in ("spin", "block"):
+            extra = ["--sync", sync] + (["--spin-us", TABLE5_SPIN_US] if sync == "spin" else [])
+            cs.append(Config(exp, "table5/pthread/%s" % sync, "pthread", "POSIX threads", "together",
+                             ["nbody", "--impl", "pthread"] + extra + common, ncpu, "seconds", "ns", R(3, 5),
+                             scale=1e9, group=sync, timeout=300))
+            for alloc in ("1", "0"):
+                cs.append(Config(exp, "table5/ito%s/%s" % ("" if alloc == "1" else "-noalloc", sync), "ito",
+                                 "ito" if alloc == "1" else "ito, ITO_ALLOCATOR=0", "together",
+                                 ["nbody", "--impl", "ito"] + extra + common, ncpu, "seconds", "ns", R(3, 5),
+                                 scale=1e9, group=sync, timeout=300, env={"ITO_ALLOCATOR": alloc}))
     elif exp == "handoff":
         # one processor; A blocks in nanosleep(2 ms) right after making B ready
         common = ["--n", 1000 if full else 200, "--block-us", 2000]
@@ -684,6 +707,13 @@ TARGETS = [
      "hand-off of a vproc blocked in an ITO_BLOCKING call: p50 <= 100 us", "-"),
     ("handoff_plain", "handoff", "handoff/ito-plain", "<=", 2000000, "ns",
      "hand-off of a vproc blocked in a call nobody bracketed: p50 <= 2 ms", "-"),
+    # Table 5: sums of speedups (table5_value)
+    ("table5_spin", "table5", None, ">=", 0.9, "x",
+     "Table 5, spinning barriers: sum of the two programs' speedups >= 0.9 x CPUs (sum / CPUs)", "-"),
+    ("table5_block", "table5", None, ">=", 0.9, "x",
+     "Table 5, blocking barriers: sum of the two programs' speedups >= 0.9 x CPUs (sum / CPUs)", "-"),
+    ("table5_vs_noalloc", "table5", None, ">=", 1.5, "x",
+     "Table 5, spinning barriers: ito's sum of speedups >= 1.5x ITO_ALLOCATOR=0's", "-"),
     # Fig. 3: run time ratios (fig3_value)
     ("fig3_ann_pt", "fig3", None, "<=", 1.10, "x",
      "Fig. 3, annotated misses: ito within 10 % of POSIX threads at every fit (worst ito/pthread time)", "-"),
@@ -751,6 +781,31 @@ def nbody_speedup(by_key, impl, c):
     return s / m, s / hi, s / lo
 
 
+def table5_speedups(by_key, key):
+    """The two programs' speedups over the sequential run (medians), or None."""
+    seq, c = by_key.get("table5/seq"), by_key.get(key)
+    if not seq or not c or seq.median() is None:
+        return None
+    t0, t1 = c.field_stats("seconds_0")[0], c.field_stats("seconds_1")[0]
+    if not t0 or not t1:
+        return None
+    s = seq.median() / 1e9
+    return s / t0, s / t1
+
+
+def table5_value(by_key, tid):
+    """(value, keys involved, note)"""
+    if tid == "table5_vs_noalloc":
+        a, b = table5_speedups(by_key, "table5/ito/spin"), table5_speedups(by_key, "table5/ito-noalloc/spin")
+        keys = ["table5/seq", "table5/ito/spin", "table5/ito-noalloc/spin"]
+        return (sum(a) / sum(b) if a and b else None), keys, ""
+    sync = tid.split("_")[1]
+    key = "table5/ito/%s" % sync
+    sp = table5_speedups(by_key, key)
+    cpus = by_key[key].cpus if key in by_key else 1
+    return (sum(sp) / cpus if sp else None), ["table5/seq", key], "%d CPUs" % cpus
+
+
 def evaluate_targets(by_key, ran):
     out = []
     for tid, exp, key, op, thr, unit, text, peer in TARGETS:
@@ -764,6 +819,9 @@ def evaluate_targets(by_key, ran):
         keys = None
         if tid.startswith("fig3_"):
             v, keys, t["note"] = fig3_value(by_key, tid)
+            failed = any(by_key[k].failures() for k in keys if k in by_key)
+        elif tid.startswith("table5_"):
+            v, keys, t["note"] = table5_value(by_key, tid)
             failed = any(by_key[k].failures() for k in keys if k in by_key)
         elif tid == "nbody2":
             v = nbody_speedup(by_key, "ito", 2)[0]
@@ -1087,6 +1145,28 @@ def fig3_table(miss, cfgs, by_key, targets):
     return headers, rows
 
 
+def table5_table(cfgs, by_key, targets):
+    headers = ["barriers", "impl", "program 1 (min-max)", "program 2 (min-max)", "speedups", "sum",
+               "sum / CPUs", "target", "met", "notes"]
+    rows = []
+    for c in cfgs:
+        if c.key == "table5/seq":
+            continue
+        sp = table5_speedups(by_key, c.key)
+        cells = []
+        for f in ("seconds_0", "seconds_1"):
+            m, lo, hi = c.field_stats(f)
+            cells.append("%s (%s)" % (fmt_ns(m * 1e9), fmt_range(lo * 1e9, hi * 1e9, "ns")) if m else "-")
+        tid = "table5_%s" % c.group if c.key.startswith("table5/ito/") else None
+        t = next((x for x in targets if x["id"] == tid), None)
+        note = "; ".join(x for x in (status_str(c), disturbed_str(c)) if x)
+        rows.append([c.group, c.label] + cells +
+                    ["%.2f + %.2f" % sp if sp else "-", "%.2f" % sum(sp) if sp else "-",
+                     "%.2f" % (sum(sp) / c.cpus) if sp else "-", target_str(t) if t else "", met_str(t) if t else "",
+                     note])
+    return headers, rows
+
+
 def handoff_table(cfgs, by_key, targets):
     headers = ["configuration", "impl", "p50 (min-max)", "p90", "p99", "max", "reps", "p50 / kernel floor", "target",
                "met", "notes"]
@@ -1153,6 +1233,15 @@ def experiment_tables(exp, cfgs, by_key, targets, ncpu):
                             "bracketed", format(d.get("n", 0), ","), d.get("pages", "?"), d.get("steps", "?"),
                             d.get("threads", "?"), cpu_label(c.cpus), d.get("miss_ms", "?")), h, r))
         return out
+    if exp == "table5":
+        h, r = table5_table(cfgs, by_key, targets)
+        seq = by_key.get("table5/seq")
+        c = next((x for x in cfgs if x.key != "table5/seq"), None)
+        d = c.ok_runs()[0]["data"] if c and c.ok_runs() else {}
+        return [("two copies of bench/nbody's worker version started together on %s, each with a worker per CPU; "
+                 "spinning barriers spin %d ms before blocking; speedup = the sequential run alone (%s) / the "
+                 "program's time" % (cpu_label(c.cpus) if c else "?", TABLE5_SPIN_US // 1000,
+                                      fmt_ns(seq.median()) if seq and seq.median() else "?"), h, r)]
     if exp == "handoff":
         h, r = handoff_table(cfgs, by_key, targets)
         c = cfgs[0]
@@ -1527,6 +1616,13 @@ EXP_NOTES = {
                "bracketed: the monitor must find the vproc stalled -- no pick and no CPU time for 1 ms, its kernel "
                "thread asleep -- and the p99 holds the first stall after a quiet spell, which takes longer. "
                "POSIX threads are both pinned to one CPU: the kernel switches to B when A sleeps (the floor).",
+    "table5": "bench/together starts two copies of bench/nbody at once, in an allocation domain of their own "
+              "(ITO_ALLOC_DOMAIN), so that other ito processes do not count. Each copy runs the worker version: one "
+              "worker per CPU (POSIX threads pinned, as in the nbody experiment; ito threads on a vproc per CPU), "
+              "barriers between phases. With ito's allocator the two processes divide the CPUs (half each on 2 "
+              "CPUs); with ITO_ALLOCATOR=0 and with POSIX threads both run a worker per CPU and the kernel "
+              "time-slices them. Spinning barriers: a waiter spins for the time given (an ito thread by yielding "
+              "its vproc) before it blocks; blocking ones block at once.",
     "fig3": "bench/nbodycache: direct-sum 2D N-body; the bodies are split into pages behind an application-level "
             "buffer cache (LRU, one lock: ito_mutex for ito, pthread_mutex for POSIX threads) holding the given "
             "share of the pages, warm at the start. Each step forks one thread per chunk of bodies (4 per CPU); a "
