@@ -13,6 +13,7 @@
  *   - a process with ITO_ALLOCATOR=0 stays out.
  * All of them meet in the test's own domain (ITO_ALLOC_DOMAIN, set by ctest).
  * The waits are for conditions, with a generous cap; no time is asserted. */
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -97,11 +98,51 @@ static void finish(pid_t pid)
     CHECK(waitpid(pid, &st, 0) == pid);
 }
 
+/* Where each vproc runs its threads (-1: not seen), once it has made enough
+ * picks to have looked at its pinning again. */
+static _Atomic int cpu_of[MAXV];
+
+static void *where(void *arg)
+{
+    for (int i = 0; i < 200; i++)
+        ito_yield();
+    int v = ito_vproc_self();
+    if (v >= 0 && v < MAXV)
+        atomic_store(&cpu_of[v], sched_getcpu());
+    return NULL;
+}
+
+/* Each vproc on a CPU of its own (n vprocs, n CPUs). */
+static void check_spread(void)
+{
+    int n = ito_vproc_count();
+    for (int k = 0; k < MAXV; k++)
+        atomic_store(&cpu_of[k], -1);
+    ito_thread_t t[4 * MAXV];
+    int m = 0;
+    for (int k = 0; k < 4 * n && k < 4 * MAXV; k++) {
+        ito_attr_t a;
+        OK(ito_attr_init(&a));
+        OK(ito_attr_set_vproc(&a, k % n));
+        OK(ito_spawn(&t[m++], &a, where, NULL));
+    }
+    for (int k = 0; k < m; k++)
+        OK(ito_join(t[k], NULL));
+    for (int k = 0; k < n && k < MAXV; k++)
+        for (int j = 0; j < k; j++)
+            if (atomic_load(&cpu_of[k]) >= 0 && atomic_load(&cpu_of[j]) >= 0 &&
+                atomic_load(&cpu_of[k]) == atomic_load(&cpu_of[j])) {
+                fprintf(stderr, "vprocs %d and %d both run on CPU %d\n", j, k, atomic_load(&cpu_of[k]));
+                abort();
+            }
+}
+
 static int child(const char *role)
 {
     OK(ito_init(NULL));
     if (!strcmp(role, "out")) {
         ito_alloc_info_t i = info();
+        check_spread();   /* outside the allocator, still a CPU per vproc */
         return i.enabled ? 1 : 0;   /* ITO_ALLOCATOR=0: not taking part */
     }
     if (!strcmp(role, "compute")) {
@@ -128,6 +169,7 @@ int main(int argc, char **argv)
     CHECK(i.enabled);
     CHECK_EQ(i.vprocs, n);
     AWAIT(info().held == n && info().processes == 1);
+    check_spread();
     for (int k = 0; k < n && k < MAXV; k++) {
         ito_thread_t t;
         OK(ito_spawn(&t, NULL, compute, (void *)(intptr_t)k));
@@ -176,7 +218,12 @@ int main(int argc, char **argv)
     pid_t d = start("compute", "ITO_PRIORITY=-5");
     AWAIT(info().processes == 3);
     for (int k = 0; k < 50; k++) {   /* 100 ms of looking */
-        CHECK_EQ(info().held, n);
+        ito_alloc_info_t x = info();
+        if (x.held != n) {
+            fprintf(stderr, "the lower-priority process took a processor: held %d of %d, want %d\n", x.held, n,
+                    x.want);
+            abort();
+        }
         ito_sleep_ns(2000000);
     }
     /* Now below it: one left. */

@@ -10,6 +10,9 @@
 #include "alloc/share.h"
 #include "common.h"
 
+/* The table's rows mostly leave `max` out (0: as want). */
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+
 /* "0-2,5" -> mask; "" -> empty; "all" -> 0..ncpu-1. */
 static ito__cpumask mask(const char *s, int ncpu)
 {
@@ -43,6 +46,7 @@ static void show(const ito__cpumask *m, char *out, size_t len)
 struct claim_spec {
     int priority, want, quota;
     const char *allowed, *held, *expect;
+    int max;   /* 0: as want */
 };
 
 struct case_spec {
@@ -83,6 +87,11 @@ static const struct case_spec cases[] = {
     { "a mask with no online cpu: any", 2, { { 0, 2, 0, "7", "", "0,1" }, END } },
     { "alone: everything wanted", 8, { { 0, 8, 0, "all", "", "0-7" }, END } },
     { "alone, wanting 3 of 8", 8, { { 0, 3, 0, "all", "", "0-2" }, END } },
+    { "alone and idle, with 4 vprocs: keeps them all", 4, { { 0, 0, 0, "all", "", "0-3", 4 }, END } },
+    { "what nobody wants goes round", 6,
+      { { 0, 1, 0, "all", "", "0,2,4", 3 }, { 0, 0, 0, "all", "", "1,3,5", 6 }, END } },
+    { "unwanted ones only up to the vprocs", 4,
+      { { 1, 0, 0, "all", "", "1", 1 }, { 0, 1, 0, "all", "", "0,2", 2 }, END } },
 };
 
 static void run_case(const struct case_spec *cs)
@@ -93,7 +102,7 @@ static void run_case(const struct case_spec *cs)
     for (; cs->c[n].allowed; n++) {
         const struct claim_spec *c = &cs->c[n];
         claims[n] = (struct ito__share_claim){ .priority = c->priority, .want = c->want, .quota = c->quota,
-                                               .allowed = mask(c->allowed, cs->ncpu),
+                                               .max = c->max, .allowed = mask(c->allowed, cs->ncpu),
                                                .held = mask(c->held, cs->ncpu) };
     }
     ito__share_divide(claims, n, &online, grant);
@@ -128,6 +137,7 @@ static void check_properties(uint64_t *seed)
         c->priority = (int)(test_rand(seed) % 3);
         c->want = (int)(test_rand(seed) % (ncpu + 2));
         c->quota = test_rand(seed) % 4 == 0 ? (int)(test_rand(seed) % 4) : 0;
+        c->max = test_rand(seed) % 2 ? (int)(test_rand(seed) % (ncpu + 2)) : 0;
         ito__cpumask_zero(&c->allowed);
         ito__cpumask_zero(&c->held);
         bool narrow = test_rand(seed) % 3 == 0;
@@ -155,14 +165,27 @@ static void check_properties(uint64_t *seed)
         if (claims[i].quota > 0 && claims[i].quota < c)
             c = claims[i].quota;
         cap[i] = c < 0 ? 0 : c > room ? room : c;
+        int lim = claims[i].max > 0 ? claims[i].max : c;
+        if (claims[i].quota > 0 && claims[i].quota < lim)
+            lim = claims[i].quota;
+        lim = lim < cap[i] ? cap[i] : lim > room ? room : lim;
         count[i] = ito__cpumask_count(&grant[i]);
-        CHECK(count[i] >= 1);                          /* at least one */
-        CHECK(count[i] <= (cap[i] > 1 ? cap[i] : 1));  /* no more than wanted, quota, mask */
+        CHECK(count[i] >= 1);                      /* at least one */
+        CHECK(count[i] <= (lim > 1 ? lim : 1));    /* no more than its vprocs, quota, mask */
         ito__cpumask inside;
         ito__cpumask_and(&inside, &grant[i], &allow[i]);
         CHECK(ito__cpumask_equal(&inside, &grant[i]));   /* inside the mask, online */
         ITO_CPUMASK_FOR_EACH(cpu, &grant[i])
             holders[cpu]++;
+    }
+    /* No processor is left idle that someone could still hold. */
+    for (int i = 0; i < n; i++) {
+        int lim = claims[i].max > 0 ? claims[i].max : claims[i].want;
+        if (claims[i].quota > 0 && claims[i].quota < lim)
+            lim = claims[i].quota;
+        if (count[i] < lim)
+            ITO_CPUMASK_FOR_EACH(cpu, &allow[i])
+                CHECK(holders[cpu] > 0);
     }
     for (int i = 0; i < n; i++) {
         if (count[i] >= cap[i])

@@ -25,7 +25,7 @@ static int ncpu;   /* online processors, as the table sees them */
 
 static struct ito__alloc_hints hints(int want, int priority)
 {
-    struct ito__alloc_hints h = { .priority = priority, .want = want };
+    struct ito__alloc_hints h = { .priority = priority, .want = want, .vprocs = want < 1 ? 1 : want };
     for (int c = 0; c < ITO_ALLOC_MAX_CPUS; c++)
         ito__cpumask_set(&h.allowed, c);
     snprintf(h.name, sizeof h.name, "test%d", (int)getpid());

@@ -11,8 +11,10 @@
  * division changed a grant, and a private word that the scheduler bumps when
  * this process's demand changes. It wakes only on those transitions:
  *   - Demand. The process asks for every vproc it has while work waits with
- *     no vproc free (ito__agent_more, from the wake-up path) — seed 000's
- *     "add more processors" — and for one fewer per vproc that has slept
+ *     no vproc free — a time slice ended, or a thread yielded, while
+ *     another thread waited for the vproc, or (without slices, or from a foreign kernel thread) work
+ *     was made ready with no vproc free — seed 000's "add more processors";
+ *     and for one fewer per vproc that has slept
  *     for ITO_ALLOC_IDLE_NS ("this processor is idle", idle.c). The want is
  *     posted only when it changes.
  *   - Grant. A new grant of g processors keeps min(g, vprocs) vprocs: those
@@ -108,6 +110,18 @@ void ito__agent_more(void)
         return;
     if (!atomic_exchange_explicit(&ag.more, true, memory_order_relaxed))
         poke();
+}
+
+void ito__agent_backlog(void)
+{
+    /* A thread made ready on a vproc — by another thread, or by the vproc's
+     * own timers and completions — usually runs there soon: that is no
+     * demand. Time slices tell real demand apart (a slice that ends while
+     * another thread waits: sched.c). Without them, or when the work comes
+     * from a kernel thread ito does not know, take it as demand. */
+    if (ito__rt.timeslice_ns && ito__on_activation())
+        return;
+    ito__agent_more();
 }
 
 void ito__agent_idle(bool idle)
@@ -416,6 +430,7 @@ void ito__agent_configure(void)
     atomic_store(&ag.priority, (int)ito__env_int("ITO_PRIORITY", 0, ITO_ALLOC_PRIORITY_MIN,
                                                  ITO_ALLOC_PRIORITY_MAX, false));
     ag.hints.quota = 0;   /* the vprocs already count the quota (vproc.c) */
+    ag.hints.vprocs = ito__rt.nvprocs;
     /* Its affinity mask (nc CPUs, the quota counted: vproc.c). */
     for (int i = 0; i < nc; i++)
         ito__cpumask_set(&ag.hints.allowed, cpus[i] < 0 ? i : cpus[i]);

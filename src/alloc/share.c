@@ -12,7 +12,11 @@
  * better-served one. And every process holds at least one processor, shared
  * if need be — a process without one could not even take back its hints;
  * one that wants none (all its vprocs idle) gets only that: the least
- * shared processor it may use.
+ * shared processor it may use. Processors nobody wants are not left idle:
+ * they go, one at a time round robin, to processes that can hold more than
+ * they want (their vprocs), so that a lone process keeps every processor
+ * and work arriving in an idle process finds them; a later division takes
+ * them back first, since they are beyond anyone's want.
  *
  * The method. Within a priority, processes take one free processor at a time,
  * round robin, the one holding fewest first (ties: the one with the fewest
@@ -46,6 +50,7 @@ struct division {
     int n;
     ito__cpumask allow[ITO_SHARE_MAX_CLAIMS];   /* allowed & online (online if that is empty) */
     int cap[ITO_SHARE_MAX_CLAIMS];              /* the most it may get */
+    int limit[ITO_SHARE_MAX_CLAIMS];            /* the most it may hold of the unwanted ones */
     int count[ITO_SHARE_MAX_CLAIMS];            /* what it has got so far */
     int level[ITO_SHARE_MAX_CLAIMS];            /* indices of the priority being divided */
     int nlevel;
@@ -177,6 +182,10 @@ void ito__share_divide(const struct ito__share_claim *claims, int n, const ito__
             cap = claims[i].quota;
         int room = ito__cpumask_count(&d.allow[i]);
         d.cap[i] = cap < 0 ? 0 : cap > room ? room : cap;
+        int lim = claims[i].max > 0 ? claims[i].max : cap;
+        if (claims[i].quota > 0 && claims[i].quota < lim)
+            lim = claims[i].quota;
+        d.limit[i] = lim < d.cap[i] ? d.cap[i] : lim > room ? room : lim;
         d.count[i] = 0;
     }
 
@@ -199,6 +208,15 @@ void ito__share_divide(const struct ito__share_claim *claims, int n, const ito__
             give(&d, grant, i, choose(&d, i));
         share_remainder(&d, grant);
     }
+    /* What nobody wants: to those that can hold more, all priorities
+     * together, fewest first. */
+    for (int k = 0; k < n; k++) {
+        d.level[k] = k;
+        d.cap[k] = d.limit[k];
+    }
+    d.nlevel = n;
+    for (int i; (i = next_taker(&d)) >= 0;)
+        give(&d, grant, i, choose(&d, i));
     for (int i = 0; i < n; i++)
         if (d.count[i] == 0)
             at_least_one(&d, grant, i);

@@ -13,6 +13,7 @@ struct ito__share_claim {
     int priority;          /* higher goes first */
     int want;              /* processors it could use now (0: idle); one, shared, is given regardless */
     int quota;             /* at most this many (its CPU quota); <= 0: no quota */
+    int max;               /* the most it can use at all (its vprocs); <= 0: want */
     ito__cpumask allowed;  /* its affinity mask */
     ito__cpumask held;     /* what it holds now: kept where the division allows */
 };

@@ -68,11 +68,11 @@
 /* The layout is an ABI between processes: pin it. */
 _Static_assert(sizeof(ito__cpumask) == 128, "cpumask layout");
 _Static_assert(offsetof(struct ito__alloc_slot, allowed) == 40, "slot layout");
-_Static_assert(sizeof(struct ito__alloc_slot) == 320, "slot layout");
+_Static_assert(sizeof(struct ito__alloc_slot) == 328, "slot layout");
 _Static_assert(offsetof(struct ito__alloc_header, lock) == 24, "header layout");
 _Static_assert(offsetof(struct ito__alloc_header, online) == 80, "header layout");
 _Static_assert(sizeof(struct ito__alloc_header) == 208, "header layout");
-_Static_assert(sizeof(struct ito__alloc_table) == 208 + 64 * 320, "table layout");
+_Static_assert(sizeof(struct ito__alloc_table) == 208 + 64 * 328, "table layout");
 
 /* Linux's largest pid_max (PID_MAX_LIMIT on 64-bit). */
 #define PID_LIMIT 4194304
@@ -204,7 +204,8 @@ static bool slot_ok(const struct ito__alloc_slot *s)
     return s->state == ITO_SLOT_USED && s->pid > 0 && s->pid <= PID_LIMIT && s->start_time != 0 &&
            s->priority >= ITO_ALLOC_PRIORITY_MIN && s->priority <= ITO_ALLOC_PRIORITY_MAX && s->want >= 0 &&
            s->want <= ITO_ALLOC_MAX_CPUS && s->quota >= 0 && s->quota <= ITO_ALLOC_MAX_CPUS &&
-           s->ngrant == ito__cpumask_count(&s->grant) && memchr(s->name, '\0', sizeof s->name) != NULL;
+           s->vprocs >= 1 && s->vprocs <= ITO_ALLOC_MAX_CPUS && s->ngrant == ito__cpumask_count(&s->grant) &&
+           memchr(s->name, '\0', sizeof s->name) != NULL;
 }
 
 /* Reset the whole table (the lock stays ours). */
@@ -338,7 +339,7 @@ bool ito__alloc_divide(struct ito__alloc_table *t)
             continue;
         }
         w->claims[n] = (struct ito__share_claim){ .priority = s->priority, .want = s->want, .quota = s->quota,
-                                                  .allowed = s->allowed, .held = s->grant };
+                                                  .max = s->vprocs, .allowed = s->allowed, .held = s->grant };
         w->idx[n++] = i;
     }
     ito__share_divide(w->claims, n, &online, w->grant);
@@ -382,6 +383,7 @@ static void fill(struct ito__alloc_slot *s, const struct ito__alloc_hints *hi)
                                                           : hi->priority;
     s->want = hi->want < 0 ? 0 : hi->want > ITO_ALLOC_MAX_CPUS ? ITO_ALLOC_MAX_CPUS : hi->want;
     s->quota = hi->quota < 0 ? 0 : hi->quota > ITO_ALLOC_MAX_CPUS ? ITO_ALLOC_MAX_CPUS : hi->quota;
+    s->vprocs = hi->vprocs < 1 ? 1 : hi->vprocs > ITO_ALLOC_MAX_CPUS ? ITO_ALLOC_MAX_CPUS : hi->vprocs;
     s->allowed = hi->allowed;
 }
 

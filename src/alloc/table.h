@@ -38,6 +38,8 @@ struct ito__alloc_slot {
     ito__cpumask allowed;             /* its affinity mask */
     ito__cpumask grant;               /* what the last division gave it */
     char name[ITO_ALLOC_NAME_LEN];    /* its command name, for ito-ctl */
+    int32_t vprocs;                   /* the most processors it can use (its vprocs), 1..ITO_ALLOC_MAX_CPUS */
+    int32_t reserved;                 /* 0 */
     uint64_t grant_changes;           /* divisions that changed its grant */
 };
 
@@ -92,6 +94,7 @@ struct ito__alloc_hints {
     int priority;                     /* clamped to ITO_ALLOC_PRIORITY_MIN..MAX */
     int want;                         /* processors it could use now */
     int quota;                        /* its CPU quota in processors, 0: none */
+    int vprocs;                       /* the most it can use */
     ito__cpumask allowed;             /* its affinity mask */
     char name[ITO_ALLOC_NAME_LEN];
 };

@@ -298,6 +298,8 @@ static void declare_idle(struct ito__vproc *vp, bool idle)
     ito__agent_idle(idle);
 }
 
+void ito__vproc_busy_again(struct ito__vproc *vp) { declare_idle(vp, false); }
+
 /* Returns a thread for vp, or NULL if vp's processor is being taken away
  * (revoke.c). */
 struct ito__thread *ito__idle_find(struct ito__vproc *vp)
@@ -388,7 +390,5 @@ struct ito__thread *ito__idle_find(struct ito__vproc *vp)
         now = ito__now_ns();
     }
 found:
-    if (t && ITO_UNLIKELY(atomic_load_explicit(&vp->idle_declared, memory_order_relaxed)))
-        declare_idle(vp, false);
     return t;
 }

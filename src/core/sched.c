@@ -213,6 +213,8 @@ struct ito__thread *ito__pick_local(struct ito__vproc *vp)
         struct ito__thread *t = ito__thread_of_node(n);
         if (ITO_LIKELY(ito__claim(t))) {
             ITO_STAT_INC(vp, decisions);
+            if (ITO_UNLIKELY(!(vp->stats.decisions & (ITO_PERIODIC_PICKS - 1))))
+                ito__vproc_check_busy(vp);
             return t;
         }
     }
@@ -346,7 +348,10 @@ static void switch_to(struct ito__activation *act, struct ito__thread *cur, stru
     after_resume(cur, cur ? cur->asan_fake_stack : ito__activation_self()->sched_fake_stack);
 }
 
-void ito__switch_out(struct ito__thread *cur)
+/* gave_way: cur yielded or its slice ended (it is READY, queued here); if
+ * another thread was waiting for this vproc while some of the process's
+ * vprocs have no processor, the process could use more (alloc/agent.c). */
+static void switch_out(struct ito__thread *cur, bool gave_way)
 {
     /* A stack without a guard page: an overflow still in progress shows here,
      * before the scheduler's own frames go further down. */
@@ -365,10 +370,17 @@ void ito__switch_out(struct ito__thread *cur)
                    "belongs there", cur->index, cur->name);
     /* A vproc losing its processor runs nothing more (revoke.c). */
     struct ito__thread *next = ito__vproc_revoked(act->vp) ? NULL : ito__pick_local(act->vp);
+    if (ITO_UNLIKELY(gave_way) && next && next != cur &&
+        atomic_load_explicit(&ito__rt.nrevoked, memory_order_relaxed) > 0)
+        ito__agent_more();
     if (next != cur)   /* cur: it was made ready again before it left: keep running */
         switch_to(act, cur, next, false);
     ito__critical_exit();
 }
+
+void ito__switch_out(struct ito__thread *cur) { switch_out(cur, false); }
+
+void ito__switch_out_yield(struct ito__thread *cur) { switch_out(cur, true); }
 
 void ito__preempt_switch(struct ito__thread *self)
 {
@@ -377,10 +389,11 @@ void ito__preempt_switch(struct ito__thread *self)
     /* A slice's end is a tick: timers, completions and the global queue are
      * looked at now, not after ITO_PERIODIC_PICKS more slices. */
     periodic(vp);
+    ito__vproc_check_busy(vp);   /* it ran a thread for a whole slice */
     ito__event(ITO_EVENT_PREEMPTED, vp, ito__thread_id(self, atomic_load_explicit(&self->ctl, memory_order_relaxed)));
     ito__thread_set_state(self, ITO_TS_RUNNING, ITO_TS_READY);
     ito__rt.policy->enqueue(&vp->pv, &self->node, ITO_READY_PREEMPT);
-    ito__switch_out(self);
+    switch_out(self, true);
     ito__critical_exit();
 }
 

@@ -29,9 +29,12 @@ static inline void ito__fence_light(void)
         ITO_FENCE();
 }
 
-/* src/alloc/agent.c: work waits and no vproc is free, while some have no
- * processor: tell the allocator this process could use more. */
+/* src/alloc/agent.c: this process could use more processors (some of its
+ * vprocs have none): a time slice ended while another thread waited
+ * (ito__agent_more), or work was made ready with no vproc free
+ * (ito__agent_backlog, which weighs that first). */
 void ito__agent_more(void);
+void ito__agent_backlog(void);
 
 /* Work was just made available: wake a sleeping vproc if none is looking. */
 static inline void ito__idle_notify(void)
@@ -41,8 +44,19 @@ static inline void ito__idle_notify(void)
         if (atomic_load_explicit(&ito__rt.nsleeping, memory_order_relaxed) > 0)
             ito__wake_one();
         else if (ITO_UNLIKELY(atomic_load_explicit(&ito__rt.nrevoked, memory_order_relaxed) > 0))
-            ito__agent_more();
+            ito__agent_backlog();
     }
+}
+
+/* A vproc that told the allocator it was idle has made ITO_PERIODIC_PICKS
+ * picks, or run a thread for a whole slice, since: it is busy again
+ * (idle.c). A short burst of work — a timer, one message — does not count,
+ * so that it does not move processors between processes. */
+void ito__vproc_busy_again(struct ito__vproc *vp);
+static inline void ito__vproc_check_busy(struct ito__vproc *vp)
+{
+    if (ITO_UNLIKELY(atomic_load_explicit(&vp->idle_declared, memory_order_relaxed)))
+        ito__vproc_busy_again(vp);
 }
 
 /* A thread to the global queue, where any vproc takes it (sched.c). */
@@ -73,6 +87,9 @@ static inline void ito__ready(struct ito__thread *t, ito_ready_reason_t why)
  * (READY and enqueued, BLOCKED, SUSPENDED). Returns when it runs again,
  * possibly on another vproc. */
 void ito__switch_out(struct ito__thread *cur);
+/* The same for a thread that yields (READY and queued here): a thread that
+ * took its place was waiting for this vproc (demand, for the allocator). */
+void ito__switch_out_yield(struct ito__thread *cur);
 
 /* The running thread `self` (RUNNING) has used up its time slice: do the
  * periodic work, queue it (ITO_READY_PREEMPT) and run another. Returns when

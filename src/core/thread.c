@@ -442,7 +442,7 @@ ITO_API void ito_yield(void)
     ito__critical_enter();
     ito__thread_set_state(self, ITO_TS_RUNNING, ITO_TS_READY);
     ito__rt.policy->enqueue(&ito__vproc_self()->pv, &self->node, ITO_READY_YIELD);
-    ito__switch_out(self);
+    ito__switch_out_yield(self);
     ito__critical_exit();
 }
 

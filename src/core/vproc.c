@@ -124,6 +124,7 @@ int ito__vprocs_create(int n, bool pin)
         memset(vp, 0, sizeof *vp);
         vp->index = i;
         vp->cpu = pin ? cpus[i % ncpus] : -1;
+        atomic_init(&vp->grant_cpu, vp->cpu);   /* the allocator's agent may move it (core/revoke.c) */
         vp->rng = 0x9e3779b9u * (uint32_t)(i + 1);
         vp->stacks = ito__stack_cache_create();
         vp->seen_ticks = calloc((size_t)n, sizeof *vp->seen_ticks);
