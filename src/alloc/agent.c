@@ -91,7 +91,6 @@ static struct {
     _Atomic int posted_want;
     int posted_priority;
     uint32_t applied;            /* the generation whose grant the vprocs follow */
-    _Atomic int nheld;
     _Atomic int domain_processes;
     _Atomic uint64_t domain_reallocations;
     bool waitv;                  /* futex_waitv works */
@@ -134,6 +133,15 @@ void ito__agent_idle(bool idle)
 static bool held(const struct ito__vproc *vp)
 {
     return atomic_load_explicit(&vp->revoke, memory_order_relaxed) == 0;
+}
+
+/* Vprocs that hold a processor (or are about to). */
+static int held_count(void)
+{
+    int h = 0;
+    for (int i = 0; i < ito__rt.nvprocs; i++)
+        h += held(ito__rt.vprocs[i]);
+    return h;
 }
 
 /* What to ask for: every vproc while work waits for one, else the vprocs
@@ -251,7 +259,6 @@ static void apply(const ito__cpumask *m)
     for (int i = 0; i < n; i++)
         if (keep[i])
             grant(ito__rt.vprocs[i], ito__rt.pin ? cpu_of[i] : -1);
-    atomic_store_explicit(&ag.nheld, target, memory_order_relaxed);
 }
 
 /* Outside the table (it is full, or cannot be opened): everything. */
@@ -373,7 +380,7 @@ static void *agent_main(void *arg)
         if (gen != ag.applied || !ag.applied)
             sync_grant();
         uint64_t now = ito__now_ns(), deadline = 0;
-        if (ag.posted_want > atomic_load(&ag.nheld)) {
+        if (ag.posted_want > held_count()) {
             if (now >= next_check) {
                 /* A dead process's processors: a division drops it. */
                 next_check = now + LIVENESS_NS;
@@ -479,10 +486,7 @@ ITO_API int ito_alloc_info(ito_alloc_info_t *info)
     memset(info, 0, sizeof *info);
     info->enabled = atomic_load(&ag.running);
     info->vprocs = ito__rt.nvprocs;
-    int h = 0;
-    for (int i = 0; i < ito__rt.nvprocs; i++)
-        h += held(ito__rt.vprocs[i]);
-    info->held = h;
+    info->held = held_count();
     info->want = info->enabled ? ag.posted_want : ito__rt.nvprocs;
     info->priority = atomic_load(&ag.priority);
     info->processes = info->enabled ? atomic_load(&ag.domain_processes) : 1;

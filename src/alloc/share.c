@@ -47,7 +47,6 @@ static int count_and(const ito__cpumask *a, const ito__cpumask *b)
 /* Scratch of one division; on the caller's stack (about 12 KiB). */
 struct division {
     const struct ito__share_claim *claims;
-    int n;
     ito__cpumask allow[ITO_SHARE_MAX_CLAIMS];   /* allowed & online (online if that is empty) */
     int cap[ITO_SHARE_MAX_CLAIMS];              /* the most it may get */
     int limit[ITO_SHARE_MAX_CLAIMS];            /* the most it may hold of the unwanted ones */
@@ -169,7 +168,6 @@ void ito__share_divide(const struct ito__share_claim *claims, int n, const ito__
     if (n > ITO_SHARE_MAX_CLAIMS)
         n = ITO_SHARE_MAX_CLAIMS;
     d.claims = claims;
-    d.n = n;
     d.free = *online;
     memset(d.holders, 0, sizeof d.holders);
     for (int i = 0; i < n; i++) {

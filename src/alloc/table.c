@@ -64,6 +64,7 @@
 
 #include "base/clock.h"
 #include "base/futex.h"
+#include "base/procstat.h"
 
 /* The layout is an ABI between processes: pin it. */
 _Static_assert(sizeof(ito__cpumask) == 128, "cpumask layout");
@@ -83,33 +84,12 @@ _Static_assert(sizeof(struct ito__alloc_table) == 208 + 64 * 328, "table layout"
 
 uint64_t ito__alloc_start_time(pid_t pid)
 {
-    char path[64], buf[1024];
+    char buf[1024];
     if (pid <= 0 || pid > PID_LIMIT)
         return 0;
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return 0;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0)
-        return 0;
-    buf[n] = '\0';
-    /* "pid (comm) state ppid ...": comm may hold anything, so the last ')';
-     * then fields 3..21, then starttime (22). */
-    char *p = strrchr(buf, ')');
-    if (!p)
-        return 0;
-    p++;
-    for (int field = 3; field <= 22; field++) {
-        while (*p == ' ')
-            p++;
-        if (field == 22)
-            return strtoull(p, NULL, 10);
-        while (*p && *p != ' ')
-            p++;
-    }
-    return 0;
+    const char *fields = ito__procstat_read(pid, buf, sizeof buf);
+    const char *start = fields ? ito__procstat_field(fields, 22) : NULL;
+    return start ? strtoull(start, NULL, 10) : 0;
 }
 
 bool ito__alloc_alive(pid_t pid, uint64_t start_time)

@@ -42,8 +42,8 @@
 #include "core/stats.h"
 #include "kernel/ring.h"
 
-/* Queued threads and the inbox of vp to the global queue; returns how many. */
-static unsigned give_away(struct ito__vproc *vp)
+/* vp's inbox to the global queue (any caller); returns how many. */
+static unsigned inbox_away(struct ito__vproc *vp)
 {
     unsigned n = 0;
     /* Acquire pairs with the release CAS of inbox_push (sched.c). */
@@ -54,6 +54,14 @@ static unsigned give_away(struct ito__vproc *vp)
         list = next;
         n++;
     }
+    return n;
+}
+
+/* Queued threads and the inbox of vp to the global queue (the owner);
+ * returns how many. */
+static unsigned give_away(struct ito__vproc *vp)
+{
+    unsigned n = inbox_away(vp);
     ito_policy_node_t *node;
     while ((node = ito__rt.policy->pick(&vp->pv))) {
         ito__global_push(ito__thread_of_node(node));
@@ -64,15 +72,8 @@ static unsigned give_away(struct ito__vproc *vp)
 
 void ito__revoke_rescue(struct ito__vproc *vp)
 {
-    struct ito__thread *list = atomic_exchange_explicit(&vp->inbox, NULL, memory_order_acquire);
-    if (!list)
-        return;
-    while (list) {
-        struct ito__thread *next = list->qnext;
-        ito__global_push(list);
-        list = next;
-    }
-    ito__idle_notify();
+    if (inbox_away(vp))
+        ito__idle_notify();
 }
 
 void ito__vproc_repin(struct ito__vproc *vp)

@@ -59,14 +59,12 @@
  */
 #include "kernel/stall.h"
 
-#include <fcntl.h>
 #include <sched.h>
-#include <stdio.h>
-#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "base/panic.h"
+#include "base/procstat.h"
 #include "core/runtime.h"
 #include "core/sanitizer.h"
 #include "core/sched.h"
@@ -87,19 +85,9 @@ bool ito__stall_cpu_time(const struct ito__activation *a, uint64_t *ns)
 /* Is a's kernel thread asleep in the kernel (state S or D)? */
 static bool asleep(const struct ito__activation *a)
 {
-    char path[64], buf[256];
-    snprintf(path, sizeof path, "/proc/self/task/%d/stat", (int)a->tid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return false;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0)
-        return false;
-    buf[n] = '\0';
-    /* "tid (comm) S ...": the name may hold anything, so the last ')'. */
-    const char *p = strrchr(buf, ')');
-    return p && p[1] == ' ' && (p[2] == 'S' || p[2] == 'D');
+    char buf[512];
+    const char *state = ito__procstat_read(a->tid, buf, sizeof buf);
+    return state && (*state == 'S' || *state == 'D');
 }
 
 bool ito__stall_take(struct ito__vproc *vp, struct ito__activation *carrier, struct ito__activation *spare)
