@@ -508,6 +508,8 @@ typedef struct ito_alloc_info {
     int priority;           /* its priority */
     int processes;          /* ito processes sharing the machine with it (itself included) */
     uint64_t reallocations; /* divisions that changed some process's processors, since the table began */
+    uint64_t hints;         /* hints this process posted to the table (joining included) */
+    uint64_t hinted_ns;     /* when it posted the last one (CLOCK_MONOTONIC, ns); 0: never */
 } ito_alloc_info_t;
 
 /* Fill *info. Returns 0, or EINVAL (info NULL). Any kernel thread; does not

@@ -168,6 +168,9 @@ int main(int argc, char **argv)
     ito_alloc_info_t i = info();
     CHECK(i.enabled);
     CHECK_EQ(i.vprocs, n);
+    /* Joining the table was a hint, with its time. */
+    CHECK(i.hints >= 1);
+    CHECK(i.hinted_ns > 0 && i.hinted_ns <= ito_now_ns());
     AWAIT(info().held == n && info().processes == 1);
     check_spread();
     for (int k = 0; k < n && k < MAXV; k++) {
@@ -226,8 +229,12 @@ int main(int argc, char **argv)
         }
         ito_sleep_ns(2000000);
     }
-    /* Now below it: one left. */
+    /* Now below it: one left. The change is a hint of its own. */
+    ito_alloc_info_t h0 = info();
+    uint64_t t0 = ito_now_ns();
     CHECK_EQ(ito_alloc_set_priority(-10), 0);
+    AWAIT(info().hints > h0.hints);
+    CHECK(info().hinted_ns >= t0);
     ms = AWAIT(info().held == 1);
     printf("alloc_processes: priority lowered below the other's: 1 vproc kept after %.1f ms\n", ms);
     CHECK_EQ(info().priority, -10);

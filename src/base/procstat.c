@@ -33,3 +33,10 @@ const char *ito__procstat_field(const char *fields, int n)
     }
     return *p ? p : NULL;
 }
+
+bool ito__procstat_asleep(pid_t tid)
+{
+    char buf[512];
+    const char *state = ito__procstat_read(tid, buf, sizeof buf);
+    return state && (*state == 'S' || *state == 'D');
+}

@@ -4,6 +4,7 @@
 #ifndef ITO_BASE_PROCSTAT_H
 #define ITO_BASE_PROCSTAT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -14,5 +15,7 @@ const char *ito__procstat_read(pid_t tid, char *buf, size_t len);
 /* The n-th field (3: state; 22: start time) of what ito__procstat_read
  * returned, as a pointer into it; NULL if there are fewer. */
 const char *ito__procstat_field(const char *fields, int n);
+/* Is the thread tid asleep in the kernel (state S or D)? */
+bool ito__procstat_asleep(pid_t tid);
 
 #endif

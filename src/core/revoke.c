@@ -28,6 +28,9 @@
  *      timers — the threads they wake go to the global queue at once.
  *   4. Granted: it pins its carrier to the new processor and reports
  *      VPROC_ADDED.
+ * The agent moves the carrier onto the processors the process keeps when
+ * it revokes: parking must not wait for, nor take, the processor given
+ * away.
  *
  * Threads whose preferred vproc is revoked run elsewhere meanwhile.
  * Rejected: moving the vproc's ring and timers to another vproc (their
@@ -76,13 +79,18 @@ void ito__revoke_rescue(struct ito__vproc *vp)
         ito__idle_notify();
 }
 
-void ito__vproc_repin(struct ito__vproc *vp)
+static void pin_granted(struct ito__vproc *vp, bool always)
 {
     int cpu = atomic_load_explicit(&vp->grant_cpu, memory_order_relaxed);
-    if (cpu != vp->cpu && ito__rt.pin) {
+    if (ito__rt.pin && cpu >= 0 && (always || cpu != vp->cpu)) {
         vp->cpu = cpu;
         ito__pin_self(cpu);
     }
+}
+
+void ito__vproc_repin(struct ito__vproc *vp)
+{
+    pin_granted(vp, false);
 }
 
 void ito__revoke_park(struct ito__activation *act)
@@ -121,7 +129,7 @@ void ito__revoke_park(struct ito__activation *act)
             ito__idle_notify();
     }
     atomic_fetch_sub_explicit(&ito__rt.nrevoked, 1, memory_order_seq_cst);
-    ito__vproc_repin(vp);
+    pin_granted(vp, true);   /* the agent moved the carrier when it revoked */
     if (removed)
         ito__event(ITO_EVENT_VPROC_ADDED, vp, 0);
 }

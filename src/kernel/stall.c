@@ -82,20 +82,13 @@ bool ito__stall_cpu_time(const struct ito__activation *a, uint64_t *ns)
     return true;
 }
 
-/* Is a's kernel thread asleep in the kernel (state S or D)? */
-static bool asleep(const struct ito__activation *a)
-{
-    char buf[512];
-    const char *state = ito__procstat_read(a->tid, buf, sizeof buf);
-    return state && (*state == 'S' || *state == 'D');
-}
 
 bool ito__stall_take(struct ito__vproc *vp, struct ito__activation *carrier, struct ito__activation *spare)
 {
     uint64_t c1, c2;
     /* A cheap look first: a carrier inside a section is not to be robbed. */
     if (__atomic_load_n(carrier->critical_word, __ATOMIC_RELAXED) != 0 || !ito__stall_cpu_time(carrier, &c1) ||
-        !asleep(carrier))
+        !ito__procstat_asleep(carrier->tid))
         return false;
     uintptr_t run = (uintptr_t)carrier | ITO_KS_RUN, steal = (uintptr_t)carrier | ITO_KS_STEAL;
     if (!atomic_compare_exchange_strong_explicit(&vp->kstate, &run, steal, memory_order_acq_rel,
