@@ -31,7 +31,7 @@ import sys
 import time
 
 EXPERIMENTS = ["nullfork", "forkmany", "fork1000", "yield", "signalwait", "kpingpong", "handoff", "nbody", "fig3",
-               "table5", "matmul", "memory", "echo"]
+               "table5", "realloc", "matmul", "memory", "echo"]
 
 TITLES = {
     "nullfork": "Null fork: create + join of an empty thread",
@@ -44,6 +44,7 @@ TITLES = {
     "nbody": "Barnes-Hut N-body: speedup vs processors",
     "fig3": "N-body behind a buffer cache: run time vs the share of the data in memory",
     "table5": "Two N-body programs at once: space sharing vs time sharing",
+    "realloc": "Reallocation: from a process's hint to the processor changing hands",
     "matmul": "Matrix multiply",
     "memory": "Memory: resident memory per blocked thread",
     "echo": "Echo server: one thread per connection, closed-loop load",
@@ -60,6 +61,7 @@ SOURCES = {
     "nbody": "seed 000 Fig. 2 (N-body speedup)",
     "fig3": "seed 000 Fig. 3 (N-body run time vs available memory, 50 ms misses)",
     "table5": "seed 000 Table 5 (two parallel programs on one machine)",
+    "realloc": "seed 000 section 4.1 (processor allocation between address spaces)",
     "matmul": "seed 001 Figs. 4 and 5 (matrix multiply)",
     "memory": "the issue's 1,000,000-thread target",
     "echo": "the issue's server target (thread per connection, 10,000 connections)",
@@ -625,6 +627,10 @@ def build_configs(exp, ncpu, full, reps_override, extra):
                                  "ito" if alloc == "1" else "ito, ITO_ALLOCATOR=0", "together",
                                  ["nbody", "--impl", "ito"] + extra + common, ncpu, "seconds", "ns", R(3, 5),
                                  scale=1e9, group=sync, timeout=300, env={"ITO_ALLOCATOR": alloc}))
+    elif exp == "realloc" and ncpu >= 2:
+        # a process computing on every CPU; others arrive, go idle, want more, leave
+        cs.append(Config(exp, "realloc/ito", "ito", "two processes, %s" % cpu_label(ncpu), "realloc",
+                         ["--rounds", 60 if full else 30], ncpu, "p50_us", "ns", R(3, 5), scale=1e3, timeout=120))
     elif exp == "handoff":
         # one processor; A blocks in nanosleep(2 ms) right after making B ready
         common = ["--n", 1000 if full else 200, "--block-us", 2000]
@@ -714,6 +720,11 @@ TARGETS = [
      "Table 5, blocking barriers: sum of the two programs' speedups >= 0.9 x CPUs (sum / CPUs)", "-"),
     ("table5_vs_noalloc", "table5", None, ">=", 1.5, "x",
      "Table 5, spinning barriers: ito's sum of speedups >= 1.5x ITO_ALLOCATOR=0's", "-"),
+    # reallocation latency, pooled over arrive / idle / more / leave
+    ("realloc_p50", "realloc", "realloc/ito", "<=", 200000, "ns",
+     "reallocation latency, hint to the processor changing hands: median <= 200 us", "-"),
+    ("realloc_p99", "realloc", "realloc/ito", "<=", 2000000, "ns",
+     "reallocation latency: p99 <= 2 ms (median of the runs' p99)", "-"),
     # Fig. 3: run time ratios (fig3_value)
     ("fig3_ann_pt", "fig3", None, "<=", 1.10, "x",
      "Fig. 3, annotated misses: ito within 10 % of POSIX threads at every fit (worst ito/pthread time)", "-"),
@@ -838,6 +849,12 @@ def evaluate_targets(by_key, ran):
                 t["note"] = "needs 2 CPUs"
             elif why:
                 t["note"] = "skipped: " + why[0]
+        elif tid == "realloc_p99":
+            cfg = by_key.get(key)
+            v = cfg.field_stats("p99_us")[0] * 1e3 if cfg and cfg.field_stats("p99_us")[0] is not None else None
+            failed = bool(cfg and cfg.failures())
+            if cfg is None:
+                t["note"] = "needs 2 CPUs"
         elif tid == "matmul4096":
             a, b = by_key.get("matmul/fig5/ito/4"), by_key.get("matmul/fig5/ito/4096")
             v = None
@@ -1183,6 +1200,40 @@ def handoff_table(cfgs, by_key, targets):
     return headers, rows
 
 
+REALLOC_KINDS = (("arrive", "a process arrives (its join) -> the old owner off the processor"),
+                 ("more", "its want rises -> the old owner off the processor"),
+                 ("idle", "its vprocs go idle -> the other's vproc running there"),
+                 ("leave", "it exits -> the other's vproc running there"))
+
+
+def realloc_table(cfgs, by_key, targets):
+    headers = ["what happened", "samples", "p50", "p99", "max", "notes"]
+    rows = []
+    for c in cfgs:
+        for kind, text in REALLOC_KINDS:
+            n = c.field_stats(kind + "_n")[0]
+            us = [c.field_stats("%s_%s_us" % (kind, f))[0] for f in ("p50", "p99", "max")]
+            rows.append([text, "%d" % n if n is not None else "-"] +
+                        [fmt_ns(u * 1e3) if u is not None else "-" for u in us] + [""])
+        us = [c.field_stats(f)[0] for f in ("p50_us", "p99_us", "max_us")]
+        note = "; ".join(x for x in (status_str(c), disturbed_str(c)) if x)
+        rows.append(["all, pooled (targets: p50 %s, p99 %s)" % tuple(
+            "%s %s" % (met_str(target_of_id(targets, i)), fmt_ns(target_of_id(targets, i)["value"])
+                       if target_of_id(targets, i) and target_of_id(targets, i)["value"] else "")
+            for i in ("realloc_p50", "realloc_p99")),
+                     "%d" % c.field_stats("samples")[0] if c.field_stats("samples")[0] is not None else "-"] +
+                    [fmt_ns(u * 1e3) if u is not None else "-" for u in us] + [note])
+        pk = c.field_stats("parked_p50_us")[0], c.field_stats("parked_p99_us")[0]
+        if pk[0] is not None:
+            rows.append(["(the old owner's vproc parked: its VPROC_REMOVED)", "", fmt_ns(pk[0] * 1e3),
+                         fmt_ns(pk[1] * 1e3), "", "on the processors it kept"])
+    return headers, rows
+
+
+def target_of_id(targets, tid):
+    return next((t for t in targets if t["id"] == tid), None)
+
+
 def load_line(cfgs, ncpu):
     """How busy the rest of the machine kept the CPUs during an experiment."""
     v = [(r["other_load_cpus"], r["wall_s"]) for c in cfgs for r in c.runs
@@ -1242,6 +1293,14 @@ def experiment_tables(exp, cfgs, by_key, targets, ncpu):
                  "spinning barriers spin %d ms before blocking; speedup = the sequential run alone (%s) / the "
                  "program's time" % (cpu_label(c.cpus) if c else "?", TABLE5_SPIN_US // 1000,
                                       fmt_ns(seq.median()) if seq and seq.median() else "?"), h, r)]
+    if exp == "realloc":
+        h, r = realloc_table(cfgs, by_key, targets)
+        c = cfgs[0]
+        d = c.ok_runs()[0]["data"] if c.ok_runs() else {}
+        return [("bench/realloc: process A computes on %s throughout; in each of %s rounds a process B starts, "
+                 "computes %s ms, sleeps %s ms, computes again, exits (a thread per CPU in both); medians over the "
+                 "runs of each run's percentiles" % (cpu_label(c.cpus), d.get("rounds", "?"), d.get("phase_ms", "?"),
+                                                      d.get("phase_ms", "?")), h, r)]
     if exp == "handoff":
         h, r = handoff_table(cfgs, by_key, targets)
         c = cfgs[0]
@@ -1623,6 +1682,13 @@ EXP_NOTES = {
               "CPUs); with ITO_ALLOCATOR=0 and with POSIX threads both run a worker per CPU and the kernel "
               "time-slices them. Spinning barriers: a waiter spins for the time given (an ito thread by yielding "
               "its vproc) before it blocks; blocking ones block at once.",
+    "realloc": "Times are the library's own, CLOCK_MONOTONIC in both processes: a hint's time is "
+               "ito_alloc_info().hinted_ns (B's join, its want rising or falling), polled from a plain kernel thread "
+               "of B every 0.5 ms; 'leave' is timed just before B exits. A processor taken from A is B's when A's "
+               "threads last ran on it (they log sched_getcpu() intervals), since B's vprocs already run there, "
+               "time-shared; one given to A is A's when its vproc there reports VPROC_ADDED. A hint after which "
+               "nothing moved before the next one is left out (counted as unmatched), as is an arrival whose join "
+               "the poller missed.",
     "fig3": "bench/nbodycache: direct-sum 2D N-body; the bodies are split into pages behind an application-level "
             "buffer cache (LRU, one lock: ito_mutex for ito, pthread_mutex for POSIX threads) holding the given "
             "share of the pages, warm at the start. Each step forks one thread per chunk of bodies (4 per CPU); a "
