@@ -1217,21 +1217,15 @@ def realloc_table(cfgs, by_key, targets):
                         [fmt_ns(u * 1e3) if u is not None else "-" for u in us] + [""])
         us = [c.field_stats(f)[0] for f in ("p50_us", "p99_us", "max_us")]
         note = "; ".join(x for x in (status_str(c), disturbed_str(c)) if x)
-        rows.append(["all, pooled (targets: p50 %s, p99 %s)" % tuple(
-            "%s %s" % (met_str(target_of_id(targets, i)), fmt_ns(target_of_id(targets, i)["value"])
-                       if target_of_id(targets, i) and target_of_id(targets, i)["value"] else "")
-            for i in ("realloc_p50", "realloc_p99")),
-                     "%d" % c.field_stats("samples")[0] if c.field_stats("samples")[0] is not None else "-"] +
+        met = [met_str(next((x for x in targets if x["id"] == i), None)) for i in ("realloc_p50", "realloc_p99")]
+        n = c.field_stats("samples")[0]
+        rows.append(["all, pooled (targets: p50 %s, p99 %s)" % tuple(met), "%d" % n if n is not None else "-"] +
                     [fmt_ns(u * 1e3) if u is not None else "-" for u in us] + [note])
         pk = c.field_stats("parked_p50_us")[0], c.field_stats("parked_p99_us")[0]
         if pk[0] is not None:
             rows.append(["(the old owner's vproc parked: its VPROC_REMOVED)", "", fmt_ns(pk[0] * 1e3),
                          fmt_ns(pk[1] * 1e3), "", "on the processors it kept"])
     return headers, rows
-
-
-def target_of_id(targets, tid):
-    return next((t for t in targets if t["id"] == tid), None)
 
 
 def load_line(cfgs, ncpu):
