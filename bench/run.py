@@ -502,6 +502,9 @@ def cpu_label(c):
 # Table 5's spinning barrier: how long a waiter spins before it blocks (Intel's
 # OpenMP spins 200 ms by default, KMP_BLOCKTIME; GNU's a few milliseconds).
 TABLE5_SPIN_US = 20000
+# Table 5's two problem sizes, bodies and steps (doubled by --full): a step of
+# the fine one takes about 4 ms on one CPU, of the coarse one about 50 ms.
+TABLE5_GRAINS = {"fine": (2000, 100), "coarse": (20000, 10)}
 
 
 def build_configs(exp, ncpu, full, reps_override, extra):
@@ -613,20 +616,24 @@ def build_configs(exp, ncpu, full, reps_override, extra):
                                      pair=pk, env={"ITO_ACTIVATIONS": act}))
     elif exp == "table5":
         # two copies of the worker N-body started together (bench/together),
-        # each asking for every CPU; their speedups over one sequential run
-        common = ["--n", 20000, "--steps", 20 if full else 10]
-        cs.append(Config(exp, "table5/seq", "seq", "sequential, alone", "nbody", ["--impl", "seq"] + common, 1,
-                         "seconds", "ns", R(3, 5), scale=1e9, timeout=300))
-        for sync in ("spin", "block"):
-            extra = ["--sync", sync] + (["--spin-us", TABLE5_SPIN_US] if sync == "spin" else [])
-            cs.append(Config(exp, "table5/pthread/%s" % sync, "pthread", "POSIX threads", "together",
-                             ["nbody", "--impl", "pthread"] + extra + common, ncpu, "seconds", "ns", R(3, 5),
-                             scale=1e9, group=sync, timeout=300))
-            for alloc in ("1", "0"):
-                cs.append(Config(exp, "table5/ito%s/%s" % ("" if alloc == "1" else "-noalloc", sync), "ito",
-                                 "ito" if alloc == "1" else "ito, ITO_ALLOCATOR=0", "together",
-                                 ["nbody", "--impl", "ito"] + extra + common, ncpu, "seconds", "ns", R(3, 5),
-                                 scale=1e9, group=sync, timeout=300, env={"ITO_ALLOCATOR": alloc}))
+        # each asking for every CPU; their speedups over one sequential run.
+        # Two grains: how much time-slicing costs depends on how long a phase
+        # between barriers is against the kernel's slice (a few ms).
+        for grain, (n, steps) in TABLE5_GRAINS.items():
+            common = ["--n", n, "--steps", steps * (2 if full else 1)]
+            seqk = "table5/seq/%s" % grain
+            cs.append(Config(exp, seqk, "seq", "sequential, alone", "nbody", ["--impl", "seq"] + common, 1,
+                             "seconds", "ns", R(3, 5), scale=1e9, x=n, group=grain, timeout=300))
+            for sync in ("spin", "block"):
+                extra = ["--sync", sync] + (["--spin-us", TABLE5_SPIN_US] if sync == "spin" else [])
+                cs.append(Config(exp, "table5/pthread/%s/%s" % (sync, grain), "pthread", "POSIX threads", "together",
+                                 ["nbody", "--impl", "pthread"] + extra + common, ncpu, "seconds", "ns", R(3, 5),
+                                 scale=1e9, x=n, group=sync, timeout=300))
+                for alloc in ("1", "0"):
+                    cs.append(Config(exp, "table5/ito%s/%s/%s" % ("" if alloc == "1" else "-noalloc", sync, grain),
+                                     "ito", "ito" if alloc == "1" else "ito, ITO_ALLOCATOR=0", "together",
+                                     ["nbody", "--impl", "ito"] + extra + common, ncpu, "seconds", "ns", R(3, 5),
+                                     scale=1e9, x=n, group=sync, timeout=300, env={"ITO_ALLOCATOR": alloc}))
     elif exp == "realloc" and ncpu >= 2:
         # a process computing on every CPU; others arrive, go idle, want more, leave
         cs.append(Config(exp, "realloc/ito", "ito", "two processes, %s" % cpu_label(ncpu), "realloc",
@@ -713,13 +720,19 @@ TARGETS = [
      "hand-off of a vproc blocked in an ITO_BLOCKING call: p50 <= 100 us", "-"),
     ("handoff_plain", "handoff", "handoff/ito-plain", "<=", 2000000, "ns",
      "hand-off of a vproc blocked in a call nobody bracketed: p50 <= 2 ms", "-"),
-    # Table 5: sums of speedups (table5_value)
-    ("table5_spin", "table5", None, ">=", 0.9, "x",
-     "Table 5, spinning barriers: sum of the two programs' speedups >= 0.9 x CPUs (sum / CPUs)", "-"),
-    ("table5_block", "table5", None, ">=", 0.9, "x",
-     "Table 5, blocking barriers: sum of the two programs' speedups >= 0.9 x CPUs (sum / CPUs)", "-"),
-    ("table5_vs_noalloc", "table5", None, ">=", 1.5, "x",
-     "Table 5, spinning barriers: ito's sum of speedups >= 1.5x ITO_ALLOCATOR=0's", "-"),
+    # Table 5: sums of speedups (table5_value), at each grain (TABLE5_GRAINS)
+    ("table5_spin_fine", "table5", None, ">=", 0.9, "x",
+     "Table 5, fine grain, spinning barriers: sum of the two programs' speedups >= 0.9 x CPUs (sum / CPUs)", "-"),
+    ("table5_block_fine", "table5", None, ">=", 0.9, "x",
+     "Table 5, fine grain, blocking barriers: sum of the two programs' speedups >= 0.9 x CPUs (sum / CPUs)", "-"),
+    ("table5_vs_noalloc_fine", "table5", None, ">=", 1.5, "x",
+     "Table 5, fine grain, spinning barriers: ito's sum of speedups >= 1.5x ITO_ALLOCATOR=0's", "-"),
+    ("table5_spin_coarse", "table5", None, ">=", 0.9, "x",
+     "Table 5, coarse grain, spinning barriers: sum of the two programs' speedups >= 0.9 x CPUs (sum / CPUs)", "-"),
+    ("table5_block_coarse", "table5", None, ">=", 0.9, "x",
+     "Table 5, coarse grain, blocking barriers: sum of the two programs' speedups >= 0.9 x CPUs (sum / CPUs)", "-"),
+    ("table5_vs_noalloc_coarse", "table5", None, ">=", 1.5, "x",
+     "Table 5, coarse grain, spinning barriers: ito's sum of speedups >= 1.5x ITO_ALLOCATOR=0's", "-"),
     # reallocation latency, pooled over arrive / idle / more / leave
     ("realloc_p50", "realloc", "realloc/ito", "<=", 200000, "ns",
      "reallocation latency, hint to the processor changing hands: median <= 200 us", "-"),
@@ -793,8 +806,8 @@ def nbody_speedup(by_key, impl, c):
 
 
 def table5_speedups(by_key, key):
-    """The two programs' speedups over the sequential run (medians), or None."""
-    seq, c = by_key.get("table5/seq"), by_key.get(key)
+    """The two programs' speedups over the sequential run of their grain (medians), or None."""
+    seq, c = by_key.get("table5/seq/" + key.rsplit("/", 1)[1]), by_key.get(key)
     if not seq or not c or seq.median() is None:
         return None
     t0, t1 = c.field_stats("seconds_0")[0], c.field_stats("seconds_1")[0]
@@ -806,15 +819,16 @@ def table5_speedups(by_key, key):
 
 def table5_value(by_key, tid):
     """(value, keys involved, note)"""
-    if tid == "table5_vs_noalloc":
-        a, b = table5_speedups(by_key, "table5/ito/spin"), table5_speedups(by_key, "table5/ito-noalloc/spin")
-        keys = ["table5/seq", "table5/ito/spin", "table5/ito-noalloc/spin"]
-        return (sum(a) / sum(b) if a and b else None), keys, ""
-    sync = tid.split("_")[1]
-    key = "table5/ito/%s" % sync
+    grain = tid.rsplit("_", 1)[1]
+    seqk = "table5/seq/" + grain
+    if tid.startswith("table5_vs_noalloc"):
+        ka, kb = "table5/ito/spin/" + grain, "table5/ito-noalloc/spin/" + grain
+        a, b = table5_speedups(by_key, ka), table5_speedups(by_key, kb)
+        return (sum(a) / sum(b) if a and b else None), [seqk, ka, kb], "%s bodies" % format(TABLE5_GRAINS[grain][0], ",")
+    key = "table5/ito/%s/%s" % (tid.split("_")[1], grain)
     sp = table5_speedups(by_key, key)
     cpus = by_key[key].cpus if key in by_key else 1
-    return (sum(sp) / cpus if sp else None), ["table5/seq", key], "%d CPUs" % cpus
+    return (sum(sp) / cpus if sp else None), [seqk, key], "%d CPUs" % cpus
 
 
 def evaluate_targets(by_key, ran):
@@ -1162,25 +1176,29 @@ def fig3_table(miss, cfgs, by_key, targets):
     return headers, rows
 
 
-def table5_table(cfgs, by_key, targets):
+def table5_table(cfgs, by_key, targets, grain):
     headers = ["barriers", "impl", "program 1 (min-max)", "program 2 (min-max)", "speedups", "sum",
                "sum / CPUs", "target", "met", "notes"]
     rows = []
     for c in cfgs:
-        if c.key == "table5/seq":
+        if c.impl == "seq" or not c.key.endswith("/" + grain):
             continue
         sp = table5_speedups(by_key, c.key)
         cells = []
         for f in ("seconds_0", "seconds_1"):
             m, lo, hi = c.field_stats(f)
             cells.append("%s (%s)" % (fmt_ns(m * 1e9), fmt_range(lo * 1e9, hi * 1e9, "ns")) if m else "-")
-        tid = "table5_%s" % c.group if c.key.startswith("table5/ito/") else None
+        tid = "table5_%s_%s" % (c.group, grain) if c.key.startswith("table5/ito/") else None
         t = next((x for x in targets if x["id"] == tid), None)
         note = "; ".join(x for x in (status_str(c), disturbed_str(c)) if x)
         rows.append([c.group, c.label] + cells +
                     ["%.2f + %.2f" % sp if sp else "-", "%.2f" % sum(sp) if sp else "-",
                      "%.2f" % (sum(sp) / c.cpus) if sp else "-", target_str(t) if t else "", met_str(t) if t else "",
                      note])
+    t = next((x for x in targets if x["id"] == "table5_vs_noalloc_" + grain), None)
+    if t:
+        rows.append(["spin", "ito sum / ITO_ALLOCATOR=0 sum", "", "", "",
+                     "%.2fx" % t["value"] if t["value"] else "-", "", target_str(t), met_str(t), ""])
     return headers, rows
 
 
@@ -1279,14 +1297,22 @@ def experiment_tables(exp, cfgs, by_key, targets, ncpu):
                             d.get("threads", "?"), cpu_label(c.cpus), d.get("miss_ms", "?")), h, r))
         return out
     if exp == "table5":
-        h, r = table5_table(cfgs, by_key, targets)
-        seq = by_key.get("table5/seq")
-        c = next((x for x in cfgs if x.key != "table5/seq"), None)
-        d = c.ok_runs()[0]["data"] if c and c.ok_runs() else {}
-        return [("two copies of bench/nbody's worker version started together on %s, each with a worker per CPU; "
-                 "spinning barriers spin %d ms before blocking; speedup = the sequential run alone (%s) / the "
-                 "program's time" % (cpu_label(c.cpus) if c else "?", TABLE5_SPIN_US // 1000,
-                                      fmt_ns(seq.median()) if seq and seq.median() else "?"), h, r)]
+        out = []
+        for grain, (n, _) in TABLE5_GRAINS.items():
+            h, r = table5_table(cfgs, by_key, targets, grain)
+            seq = by_key.get("table5/seq/" + grain)
+            c = next((x for x in cfgs if x.impl != "seq" and x.key.endswith("/" + grain)), None)
+            d = seq.ok_runs()[0]["data"] if seq and seq.ok_runs() else {}
+            if not r:
+                continue
+            out.append(("%s grain: %s bodies, %s steps of about %s each on one CPU. Two copies of bench/nbody's worker "
+                        "version started together on %s, each with a worker per CPU; spinning barriers spin %d ms "
+                        "before blocking; speedup = the sequential run alone (%s) / the program's time" % (
+                            grain, format(n, ","), d.get("steps", "?"),
+                            fmt_ns(seq.median() / d["steps"]) if seq and seq.median() and d.get("steps") else "?",
+                            cpu_label(c.cpus) if c else "?", TABLE5_SPIN_US // 1000,
+                            fmt_ns(seq.median()) if seq and seq.median() else "?"), h, r))
+        return out
     if exp == "realloc":
         h, r = realloc_table(cfgs, by_key, targets)
         c = cfgs[0]
@@ -1392,6 +1418,35 @@ def plots(report, by_key, cfgs_by_exp, ncpu, cpu_model):
         ax.legend()
         ax.grid(alpha=0.3)
         save(fig, "nbody_speedup.png")
+
+    # Table 5: sum of the two programs' speedups, per grain and barrier kind
+    t5 = cfgs_by_exp.get("table5", [])
+    if any(c.ok_runs() for c in t5 if c.impl != "seq"):
+        grains = [g for g in TABLE5_GRAINS if any(c.ok_runs() for c in t5 if c.key.endswith("/" + g))]
+        fig, axs = plt.subplots(1, len(grains), figsize=(5.6 * len(grains), 4.4), sharey=True, squeeze=False)
+        kinds = (("ito", "ito (allocator)", "tab:blue"), ("ito-noalloc", "ito, ITO_ALLOCATOR=0", "tab:red"),
+                 ("pthread", "POSIX threads", "tab:orange"))
+        cpus = next(c.cpus for c in t5 if c.impl != "seq")
+        for ax, grain in zip(axs[0], grains):
+            w = 0.26
+            for i, (kind, label, color) in enumerate(kinds):
+                for j, sync in enumerate(("spin", "block")):
+                    sp = table5_speedups(by_key, "table5/%s/%s/%s" % (kind, sync, grain))
+                    if sp:
+                        ax.bar(j + (i - 1) * w, sp[0], w, color=color, label=label if j == 0 else None)
+                        ax.bar(j + (i - 1) * w, sp[1], w, bottom=sp[0], color=color, alpha=0.6)
+                        ax.text(j + (i - 1) * w, sum(sp) + 0.03, "%.2f" % sum(sp), ha="center", fontsize=8)
+            ax.axhline(cpus, color="k", linestyle="--", linewidth=1, label="CPUs")
+            ax.set_xticks([0, 1])
+            ax.set_xticklabels(["spinning barriers", "blocking barriers"])
+            ax.set_title("%s grain: %s bodies" % (grain, format(TABLE5_GRAINS[grain][0], ",")), fontsize=9)
+            ax.grid(axis="y", alpha=0.3)
+        axs[0][0].set_ylabel("sum of the two programs' speedups\n(lower bar: program 1, upper: program 2)")
+        fig.legend(*axs[0][0].get_legend_handles_labels(), fontsize=8, loc="lower center", ncol=4,
+                   bbox_to_anchor=(0.5, -0.06))
+        fig.suptitle("Two N-body programs at once (seed 000 Table 5), each asking for every CPU; medians\n" + machine,
+                     fontsize=9)
+        save(fig, "table5.png")
 
     # N-body behind a buffer cache (seed 000 Fig. 3): run time vs fit, one panel per miss mode
     f3 = cfgs_by_exp.get("fig3", [])
@@ -1675,7 +1730,10 @@ EXP_NOTES = {
               "barriers between phases. With ito's allocator the two processes divide the CPUs (half each on 2 "
               "CPUs); with ITO_ALLOCATOR=0 and with POSIX threads both run a worker per CPU and the kernel "
               "time-slices them. Spinning barriers: a waiter spins for the time given (an ito thread by yielding "
-              "its vproc) before it blocks; blocking ones block at once.",
+              "its vproc) before it blocks; blocking ones block at once. Time-slicing costs a program whose "
+              "workers spin at a barrier the time its other worker is off the CPU, up to a kernel slice (a few ms) "
+              "per barrier: little when a phase lasts tens of ms (coarse grain), much when it lasts about 1 ms "
+              "(fine grain, three barriers in a 4 ms step).",
     "realloc": "Times are the library's own, CLOCK_MONOTONIC in both processes: a hint's time is "
                "ito_alloc_info().hinted_ns (B's join, its want rising or falling), polled from a plain kernel thread "
                "of B every 0.5 ms; 'leave' is timed just before B exits. A processor taken from A is B's when A's "
