@@ -31,7 +31,7 @@ import sys
 import time
 
 EXPERIMENTS = ["nullfork", "forkmany", "fork1000", "yield", "signalwait", "kpingpong", "handoff", "nbody", "fig3",
-               "table5", "realloc", "matmul", "memory", "echo"]
+               "table5", "realloc", "procprio", "matmul", "memory", "echo"]
 
 TITLES = {
     "nullfork": "Null fork: create + join of an empty thread",
@@ -45,6 +45,7 @@ TITLES = {
     "fig3": "N-body behind a buffer cache: run time vs the share of the data in memory",
     "table5": "Two N-body programs at once: space sharing vs time sharing",
     "realloc": "Reallocation: from a process's hint to the processor changing hands",
+    "procprio": "Unequal priorities: a high-priority program beside a low-priority one",
     "matmul": "Matrix multiply",
     "memory": "Memory: resident memory per blocked thread",
     "echo": "Echo server: one thread per connection, closed-loop load",
@@ -62,6 +63,7 @@ SOURCES = {
     "fig3": "seed 000 Fig. 3 (N-body run time vs available memory, 50 ms misses)",
     "table5": "seed 000 Table 5 (two parallel programs on one machine)",
     "realloc": "seed 000 section 4.1 (processor allocation between address spaces)",
+    "procprio": "seed 000 section 4.1 (priorities between address spaces)",
     "matmul": "seed 001 Figs. 4 and 5 (matrix multiply)",
     "memory": "the issue's 1,000,000-thread target",
     "echo": "the issue's server target (thread per connection, 10,000 connections)",
@@ -634,6 +636,16 @@ def build_configs(exp, ncpu, full, reps_override, extra):
                                      "ito", "ito" if alloc == "1" else "ito, ITO_ALLOCATOR=0", "together",
                                      ["nbody", "--impl", "ito"] + extra + common, ncpu, "seconds", "ns", R(3, 5),
                                      scale=1e9, x=n, group=sync, timeout=300, env={"ITO_ALLOCATOR": alloc}))
+    elif exp == "procprio" and ncpu >= 2:
+        # L computes on every CPU at low priority; H arrives wanting every
+        # CPU, then (a second configuration) all but one
+        for ht in sorted({ncpu, ncpu - 1}, reverse=True):
+            which = "all" if ht == ncpu else "all-but-one"
+            for impl in ("ito", "pthread"):
+                cs.append(Config(exp, "procprio/%s/%s" % (impl, which), impl,
+                                 "ITO_PRIORITY 10 vs 0" if impl == "ito" else "nice 0 vs nice 19", "procprio",
+                                 ["--impl", impl, "--high-threads", ht, "--rounds", 800 if full else 400], ncpu,
+                                 "high_s", "ns", R(3, 5), scale=1e9, x=ht, group=which, timeout=120))
     elif exp == "realloc" and ncpu >= 2:
         # a process computing on every CPU; others arrive, go idle, want more, leave
         cs.append(Config(exp, "realloc/ito", "ito", "two processes, %s" % cpu_label(ncpu), "realloc",
@@ -733,6 +745,12 @@ TARGETS = [
      "Table 5, coarse grain, blocking barriers: sum of the two programs' speedups >= 0.9 x CPUs (sum / CPUs)", "-"),
     ("table5_vs_noalloc_coarse", "table5", None, ">=", 1.5, "x",
      "Table 5, coarse grain, spinning barriers: ito's sum of speedups >= 1.5x ITO_ALLOCATOR=0's", "-"),
+    # unequal priorities: the high program's time beside the low one / alone
+    ("procprio_all", "procprio", "procprio/ito/all", "<=", 1.05, "x",
+     "Unequal priorities: a high-priority program wanting every CPU loses <= 5 % to a low-priority one "
+     "(its time beside it / alone)", "-"),
+    ("procprio_rest", "procprio", "procprio/ito/all-but-one", "<=", 1.05, "x",
+     "Unequal priorities: the same, the high program using all CPUs but one", "-"),
     # reallocation latency, pooled over arrive / idle / more / leave
     ("realloc_p50", "realloc", "realloc/ito", "<=", 200000, "ns",
      "reallocation latency, hint to the processor changing hands: median <= 200 us", "-"),
@@ -863,6 +881,12 @@ def evaluate_targets(by_key, ran):
                 t["note"] = "needs 2 CPUs"
             elif why:
                 t["note"] = "skipped: " + why[0]
+        elif tid.startswith("procprio_"):
+            cfg = by_key.get(key)
+            v = cfg.field_stats("slowdown")[0] if cfg else None
+            failed = bool(cfg and cfg.failures())
+            if cfg is None:
+                t["note"] = "needs 2 CPUs"
         elif tid == "realloc_p99":
             cfg = by_key.get(key)
             v = cfg.field_stats("p99_us")[0] * 1e3 if cfg and cfg.field_stats("p99_us")[0] is not None else None
@@ -1246,6 +1270,21 @@ def realloc_table(cfgs, by_key, targets):
     return headers, rows
 
 
+def procprio_table(cfgs, by_key, targets):
+    headers = ["high program uses", "impl", "priorities", "high alone", "high beside low", "slowdown (min-max)",
+               "low's share of its rate alone", "target", "met", "notes"]
+    rows = []
+    for c in cfgs:
+        a, h, (sd, lo, hi), share = (c.field_stats("alone_s")[0], c.field_stats("high_s")[0],
+                                     c.field_stats("slowdown"), c.field_stats("low_share")[0])
+        t = target_of(targets, c.key)
+        note = "; ".join(x for x in (status_str(c), disturbed_str(c)) if x)
+        rows.append([cpu_label(c.x), c.impl, c.label, fmt_ns(a * 1e9) if a else "-", fmt_ns(h * 1e9) if h else "-",
+                     "%.2fx (%.2f-%.2f)" % (sd, lo, hi) if sd else "-", "%.2f" % share if share is not None else "-",
+                     target_str(t) if t else "", met_str(t) if t else "", note])
+    return headers, rows
+
+
 def load_line(cfgs, ncpu):
     """How busy the rest of the machine kept the CPUs during an experiment."""
     v = [(r["other_load_cpus"], r["wall_s"]) for c in cfgs for r in c.runs
@@ -1313,6 +1352,13 @@ def experiment_tables(exp, cfgs, by_key, targets, ncpu):
                             cpu_label(c.cpus) if c else "?", TABLE5_SPIN_US // 1000,
                             fmt_ns(seq.median()) if seq and seq.median() else "?"), h, r))
         return out
+    if exp == "procprio":
+        h, r = procprio_table(cfgs, by_key, targets)
+        d = cfgs[0].ok_runs()[0]["data"] if cfgs and cfgs[0].ok_runs() else {}
+        return [("bench/procprio on %s: a low-priority program L computes with a thread per CPU in rounds of %s us "
+                 "and a barrier; a high-priority program H of %s such rounds arrives; slowdown = H's time beside L / "
+                 "H's time alone; medians" % (cpu_label(cfgs[0].cpus) if cfgs else "?", d.get("round_us", "?"),
+                                             d.get("rounds", "?")), h, r)]
     if exp == "realloc":
         h, r = realloc_table(cfgs, by_key, targets)
         c = cfgs[0]
@@ -1734,6 +1780,12 @@ EXP_NOTES = {
               "workers spin at a barrier the time its other worker is off the CPU, up to a kernel slice (a few ms) "
               "per barrier: little when a phase lasts tens of ms (coarse grain), much when it lasts about 1 ms "
               "(fine grain, three barriers in a 4 ms step).",
+    "procprio": "ito: the processes are ITO_PRIORITY=10 and 0, in an allocation domain of their own; the "
+                "division gives the high one every processor it wants and the low one the rest, but never fewer "
+                "than one: where H wants every CPU, L's one vproc time-shares a CPU with one of H's, and H's "
+                "barriers wait for the worker that shares it. H also asks for more processors only when a time "
+                "slice ends, or a thread yields, while another waits: workers that block at a barrier every 500 "
+                "us on one vproc never do. POSIX threads: L at nice 19, H at nice 0, unpinned.",
     "realloc": "Times are the library's own, CLOCK_MONOTONIC in both processes: a hint's time is "
                "ito_alloc_info().hinted_ns (B's join, its want rising or falling), polled from a plain kernel thread "
                "of B every 0.5 ms; 'leave' is timed just before B exits. A processor taken from A is B's when A's "
