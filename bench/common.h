@@ -20,6 +20,7 @@
 #endif
 
 #include <errno.h>
+#include <glob.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdarg.h>
@@ -28,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -200,6 +202,41 @@ static BENCH_UNUSED void attr_pinned(pthread_attr_t *a, int cpu)
     CPU_SET(cpu, &set);
     CHECK0(pthread_attr_init(a));
     CHECK0(pthread_attr_setaffinity_np(a, sizeof set, &set));
+}
+
+/* ------------------------------------------------- processes measured together */
+
+/* Memory shared with the processes this one forks (zeroed). */
+static BENCH_UNUSED void *bench_shared(size_t n)
+{
+    void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        bench_fail("mmap: %s", strerror(errno));
+    return p;
+}
+
+static char bench_domain[64];
+
+/* The ito processes this one starts meet in an allocation domain of their
+ * own (ITO_ALLOC_DOMAIN=prefix-PID): other ito processes on the machine do
+ * not count. Before they start. */
+static BENCH_UNUSED void bench_own_domain(const char *prefix)
+{
+    snprintf(bench_domain, sizeof bench_domain, "%s-%d", prefix, (int)getpid());
+    setenv("ITO_ALLOC_DOMAIN", bench_domain, 1);
+}
+
+/* Remove that domain's allocation table once its processes have exited
+ * (/dev/shm/ito-alloc-UID-DOMAIN-vVERSION, whatever the version). */
+static BENCH_UNUSED void bench_own_domain_remove(void)
+{
+    char pat[160];
+    snprintf(pat, sizeof pat, "/dev/shm/ito-alloc-%u-%s-v*", (unsigned)geteuid(), bench_domain);
+    glob_t g;
+    if (glob(pat, 0, NULL, &g) == 0)
+        for (size_t i = 0; i < g.gl_pathc; i++)
+            shm_unlink(g.gl_pathv[i] + strlen("/dev/shm"));
+    globfree(&g);
 }
 
 /* -------------------------------------------------------------------- ito */

@@ -22,13 +22,11 @@
 #include "common.h"
 
 #include <limits.h>
-#include <signal.h>
 #include <stdatomic.h>
-#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 
-enum { ITO, PTH } impl;
+static enum { ITO, PTH } impl;
 static long rounds = 400, round_us = 500;
 static uint64_t iters_per_us;
 
@@ -156,7 +154,9 @@ int main(int argc, char **argv)
     args_check(argc, argv, known);
     bench_exp = "procprio";
     const char *im = arg_str(argc, argv, "--impl", "ito");
-    impl = !strcmp(im, "ito") ? ITO : !strcmp(im, "pthread") ? PTH : (bench_fail("--impl ito|pthread"), ITO);
+    if (strcmp(im, "ito") && strcmp(im, "pthread"))
+        bench_fail("--impl ito|pthread");
+    impl = !strcmp(im, "ito") ? ITO : PTH;
     bench_impl = im;
     int ncpu = cpus_usable();
     rounds = arg_int(argc, argv, "--rounds", 400);
@@ -166,12 +166,8 @@ int main(int argc, char **argv)
         bench_fail("--rounds >= 1, --round-us >= 1, --high-threads 1..%d", ncpu);
     if (impl == ITO && getenv("ITO_ALLOCATOR") && !strcmp(getenv("ITO_ALLOCATOR"), "0"))
         bench_fail("ITO_ALLOCATOR=0: there is no allocator to measure");
-    char domain[64];
-    snprintf(domain, sizeof domain, "procprio-%d", (int)getpid());
-    setenv("ITO_ALLOC_DOMAIN", domain, 1);
-    sh = mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (sh == MAP_FAILED)
-        bench_fail("mmap: %s", strerror(errno));
+    bench_own_domain("procprio");
+    sh = bench_shared(sizeof *sh);
     calibrate();
 
     /* H alone. */
@@ -190,9 +186,7 @@ int main(int argc, char **argv)
     double high = sh->high_s;
     atomic_store(&sh->stop, 1);
     wait_ok(low, "low-priority");
-    char name[128];
-    snprintf(name, sizeof name, "/ito-alloc-%u-%s-v1", (unsigned)geteuid(), domain);
-    shm_unlink(name);
+    bench_own_domain_remove();
 
     json_begin("procprio", im);
     json_int("cpus", ncpu);

@@ -39,7 +39,6 @@
 
 #include <signal.h>
 #include <stdatomic.h>
-#include <sys/mman.h>
 #include <sys/wait.h>
 
 enum { K_ARRIVE, K_IDLE, K_MORE, K_LEAVE, K_KINDS };
@@ -247,12 +246,8 @@ int main(int argc, char **argv)
     int ncpu = cpus_usable();
     if (ncpu < 2)
         bench_fail("needs 2 CPUs or more (this process may use %d)", ncpu);
-    char domain[64];
-    snprintf(domain, sizeof domain, "realloc-%d", (int)getpid());
-    setenv("ITO_ALLOC_DOMAIN", domain, 1);
-    sh = mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (sh == MAP_FAILED)
-        bench_fail("mmap: %s", strerror(errno));
+    bench_own_domain("realloc");
+    sh = bench_shared(sizeof *sh);
 
     pid_t a = fork();
     if (a < 0)
@@ -277,9 +272,7 @@ int main(int argc, char **argv)
     atomic_store(&sh->stop, 1);
     int st;
     waitpid(a, &st, 0);
-    char name[128];
-    snprintf(name, sizeof name, "/ito-alloc-%u-%s-v1", (unsigned)geteuid(), domain);
-    shm_unlink(name);
+    bench_own_domain_remove();
     if (failed)
         bench_fail("a process B failed");
     if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)

@@ -15,7 +15,6 @@
 #include "common.h"
 
 #include <libgen.h>
-#include <sys/mman.h>
 #include <sys/wait.h>
 
 #define MAX_COPIES 16
@@ -34,9 +33,7 @@ int main(int argc, char **argv)
     char self[4096], path[4096];
     snprintf(self, sizeof self, "%s", argv[0]);
     snprintf(path, sizeof path, "%s/%s", dirname(self), argv[first]);
-    char domain[64];
-    snprintf(domain, sizeof domain, "together-%d", (int)getpid());
-    setenv("ITO_ALLOC_DOMAIN", domain, 1);
+    bench_own_domain("together");
 
     int out[MAX_COPIES];
     pid_t pid[MAX_COPIES];
@@ -80,9 +77,7 @@ int main(int argc, char **argv)
         if (secs[k] > longest)
             longest = secs[k];
     }
-    char name[128];
-    snprintf(name, sizeof name, "/ito-alloc-%u-%s-v1", (unsigned)geteuid(), domain);
-    shm_unlink(name);
+    bench_own_domain_remove();
     if (failed)
         bench_fail("a copy of %s failed", argv[first]);
     json_begin("together", "-");
