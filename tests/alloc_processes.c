@@ -9,12 +9,17 @@
  *     the agent's liveness period; the time is printed);
  *   - an idle process: it keeps no processor of its own;
  *   - a computing process of lower priority: we keep everything; after we
- *     lower our own priority below its, we keep one;
+ *     lower our own priority below its, we keep one, and its kernel thread
+ *     runs as SCHED_IDLE (where the process may undo that: alloc/weight.c)
+ *     until our priority is raised again;
  *   - a process with ITO_ALLOCATOR=0 stays out.
  * All of them meet in the test's own domain (ITO_ALLOC_DOMAIN, set by ctest).
  * The waits are for conditions, with a generous cap; no time is asserted. */
+#include <dirent.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
@@ -137,8 +142,55 @@ static void check_spread(void)
             }
 }
 
+/* The kernel threads of process pid that run as SCHED_IDLE. */
+static int idle_weight_threads(pid_t pid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+    DIR *d = opendir(path);
+    CHECK(d);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (e->d_name[0] != '.' && sched_getscheduler(atoi(e->d_name)) == SCHED_IDLE)
+            n++;
+    closedir(d);
+    return n;
+}
+
+/* May a thread of this process leave SCHED_IDLE again? Tried on a thread
+ * of its own. */
+static void *try_idle_and_back(void *arg)
+{
+    struct sched_param p = { 0 };
+    *(bool *)arg = sched_setscheduler(0, SCHED_IDLE, &p) == 0 && sched_setscheduler(0, SCHED_OTHER, &p) == 0;
+    return NULL;
+}
+
+static bool idle_reversible(void)
+{
+    bool ok = false;
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, try_idle_and_back, &ok) == 0);
+    CHECK(pthread_join(t, NULL) == 0);
+    return ok;
+}
+
+static int affinity_count(void)
+{
+    cpu_set_t set;
+    CHECK(sched_getaffinity(0, sizeof set, &set) == 0);
+    return CPU_COUNT(&set);
+}
+
 static int child(const char *role)
 {
+    /* Forked by a carrier pinned to one CPU, maybe SCHED_IDLE: the child
+     * starts with the process's affinity and policy (core/fork.c). */
+    if (getenv("ALLOC_TEST_CPUS")) {   /* started by main below, not by ito_ctl.sh */
+        CHECK_EQ(affinity_count(), atoi(getenv("ALLOC_TEST_CPUS")));
+        CHECK_EQ(sched_getscheduler(0), SCHED_OTHER);
+    }
     OK(ito_init(NULL));
     if (!strcmp(role, "out")) {
         ito_alloc_info_t i = info();
@@ -162,6 +214,9 @@ int main(int argc, char **argv)
     if (argc > 1)
         return child(argv[1]);
     setvbuf(stdout, NULL, _IOLBF, 0);
+    char cpus[16];
+    snprintf(cpus, sizeof cpus, "%d", affinity_count());
+    setenv("ALLOC_TEST_CPUS", cpus, 1);
     OK(ito_event_hook_set(hook, NULL));
     OK(ito_init(NULL));
     int n = ito_vproc_count();
@@ -229,6 +284,18 @@ int main(int argc, char **argv)
         }
         ito_sleep_ns(2000000);
     }
+    /* Its one vproc shares a processor of ours: its kernel thread yields it
+     * (SCHED_IDLE), where the process may undo that (weight.c). */
+    bool reversible = idle_reversible();
+    if (reversible) {
+        ms = AWAIT(idle_weight_threads(d) >= 1);
+        printf("alloc_processes: the lower process's shared processor runs SCHED_IDLE after %.1f ms\n", ms);
+    } else {
+        CHECK_EQ(idle_weight_threads(d), 0);
+        printf("alloc_processes: SCHED_IDLE cannot be undone here: the shared processor keeps its weight\n");
+    }
+    /* Ours compute no more: below the other, our one vproc gets little. */
+    atomic_store(&stop, true);
     /* Now below it: one left. The change is a hint of its own. */
     ito_alloc_info_t h0 = info();
     uint64_t t0 = ito_now_ns();
@@ -238,10 +305,18 @@ int main(int argc, char **argv)
     ms = AWAIT(info().held == 1);
     printf("alloc_processes: priority lowered below the other's: 1 vproc kept after %.1f ms\n", ms);
     CHECK_EQ(info().priority, -10);
+    /* The processor we keep is the other's too: ours yields it (weight.c).
+     * (Whether the other's still does depends on where the idle process's
+     * floor lies.) */
+    if (reversible) {
+        ms = AWAIT(idle_weight_threads(getpid()) >= 1);
+        printf("alloc_processes: now ours is SCHED_IDLE, after %.1f ms\n", ms);
+    }
     CHECK_EQ(ito_alloc_set_priority(21), EINVAL);
     CHECK_EQ(ito_alloc_set_priority(-21), EINVAL);
     CHECK_EQ(ito_alloc_info(NULL), EINVAL);
     CHECK_EQ(ito_alloc_set_priority(0), 0);
+    AWAIT(idle_weight_threads(getpid()) == 0);   /* above the other again: our weight given back */
     finish(c);
     finish(d);
     ms = AWAIT(info().held == n);

@@ -64,6 +64,7 @@
 #include <ito.h>
 
 #include "alloc/table.h"
+#include "alloc/weight.h"
 #include "base/clock.h"
 #include "base/env.h"
 #include "base/futex.h"
@@ -100,6 +101,7 @@ static struct {
     _Atomic uint64_t hinted_ns;
     _Atomic int domain_processes;
     _Atomic uint64_t domain_reallocations;
+    ito__cpumask shared_above;   /* of the grant applied, what a higher priority holds too */
     bool waitv;                  /* futex_waitv works */
     _Atomic bool running;        /* the agent thread runs */
 } ag;
@@ -406,9 +408,26 @@ static void sync_grant(void)
             return;
     }
     ag.applied = gen;
+    ag.shared_above = view.shared_above;
     apply(&m);
     atomic_store(&ag.domain_processes, view.processes);
     atomic_store(&ag.domain_reallocations, view.reallocations);
+}
+
+/* A vproc kept on a processor that a higher priority holds too runs at the
+ * kernel's idle weight (weight.c). */
+static void follow_weights(void)
+{
+    static pid_t idle[ITO_VPROCS_MAX];
+    int n = 0;
+    for (int i = 0; i < ito__rt.nvprocs; i++) {
+        struct ito__vproc *vp = ito__rt.vprocs[i];
+        int c = atomic_load_explicit(&vp->grant_cpu, memory_order_relaxed);
+        pid_t tid = carrier_tid(vp);
+        if (held(vp) && c >= 0 && tid && ito__cpumask_has(&ag.shared_above, c))
+            idle[n++] = tid;
+    }
+    ito__weight_follow(idle, n);
 }
 
 /* Sleep until the generation or our word changes, or the deadline. */
@@ -479,6 +498,7 @@ static void *agent_main(void *arg)
         sync_hints();
         if (gen != ag.applied || !ag.applied)
             sync_grant();
+        follow_weights();
         uint64_t now = ito__now_ns(), deadline = 0;
         if (ag.posted_want > held_count()) {
             if (now >= next_check) {

@@ -14,8 +14,10 @@
  * many processors it could use, its priority, its affinity mask and quota)
  * on transitions only. Whoever changes its hints takes the table's lock and
  * divides the processors anew (share.c: a pure function of the slots), and
- * if a grant changed bumps the generation word, a futex every process
- * sleeps on: nobody polls for changes.
+ * if a grant changed — or a priority, or who is registered, which may
+ * change who is above whom on a shared processor (the view's shared_above,
+ * alloc/weight.c) — bumps the generation word, a futex every process sleeps
+ * on: nobody polls for changes.
  *
  * Faults. Any process may die at any point, also holding the lock.
  *   - The lock word names its holder by thread id and start time; a waiter
@@ -188,6 +190,15 @@ static bool slot_ok(const struct ito__alloc_slot *s)
            memchr(s->name, '\0', sizeof s->name) != NULL;
 }
 
+/* Tell every process to look again at its grant and view. Release: what
+ * was written under the lock before the new generation (the lock orders it
+ * anyway; see the essay). */
+static void announce(struct ito__alloc_header *h)
+{
+    atomic_fetch_add_explicit(&h->generation, 1, memory_order_release);
+    ito__futex_wake_shared(&h->generation, INT_MAX);
+}
+
 /* Reset the whole table (the lock stays ours). */
 static void rebuild(struct ito__alloc_table *t)
 {
@@ -205,9 +216,7 @@ static void rebuild(struct ito__alloc_table *t)
     h->rebuilds = rebuilds + 1;
     h->takeovers = takeovers;
     ito__cpumask_zero(&h->online);
-    /* Every process must look: its slot is gone. */
-    atomic_fetch_add_explicit(&h->generation, 1, memory_order_release);
-    ito__futex_wake_shared(&h->generation, INT_MAX);
+    announce(h);   /* every process must look: its slot is gone */
 }
 
 /* ------------------------------------------------------------- the lock */
@@ -337,10 +346,7 @@ bool ito__alloc_divide(struct ito__alloc_table *t)
     t->h.divisions++;
     if (changed) {
         t->h.reallocations++;
-        /* Release: the grants above before the new generation (see the
-         * essay: the lock orders them anyway). */
-        atomic_fetch_add_explicit(&t->h.generation, 1, memory_order_release);
-        ito__futex_wake_shared(&t->h.generation, INT_MAX);
+        announce(&t->h);
     }
     return changed;
 }
@@ -413,8 +419,12 @@ int ito__alloc_post(struct ito__alloc_table *t, int slot, uint64_t serial, const
         struct ito__alloc_slot before = *s;
         fill(s, hi);
         if (fixed || s->want != before.want || s->priority != before.priority || s->quota != before.quota ||
-            !ito__cpumask_equal(&s->allowed, &before.allowed))
-            ito__alloc_divide(t);
+            !ito__cpumask_equal(&s->allowed, &before.allowed)) {
+            /* A new priority may change who is above whom on a shared
+             * processor (the view's shared_above) with the same grants. */
+            if (!ito__alloc_divide(t) && s->priority != before.priority)
+                announce(&t->h);
+        }
     } else if (fixed) {
         ito__alloc_divide(t);
     }
@@ -428,7 +438,8 @@ void ito__alloc_leave(struct ito__alloc_table *t, int slot, uint64_t serial)
     struct ito__alloc_slot *s = mine(t, slot, serial);
     if (s)
         memset(s, 0, sizeof *s);
-    ito__alloc_divide(t);
+    if (!ito__alloc_divide(t) && s)
+        announce(&t->h);   /* whom it was above may change, with the same grants */
     ito__alloc_unlock(t);
 }
 
@@ -453,6 +464,13 @@ int ito__alloc_grant(struct ito__alloc_table *t, int slot, uint64_t serial, ito_
         for (int i = 0; i < ITO_ALLOC_SLOTS; i++)
             view->processes += t->slot[i].state == ITO_SLOT_USED;
         view->reallocations = t->h.reallocations;
+        ito__cpumask_zero(&view->shared_above);
+        for (int i = 0; s && i < ITO_ALLOC_SLOTS; i++) {
+            const struct ito__alloc_slot *o = &t->slot[i];
+            if (o != s && o->state == ITO_SLOT_USED && o->priority > s->priority)
+                for (int w = 0; w < ITO_CPUMASK_WORDS; w++)
+                    view->shared_above.w[w] |= o->grant.w[w] & out->w[w];
+        }
     }
     ito__alloc_unlock(t);
     return s ? 0 : ESRCH;

@@ -111,6 +111,7 @@ void ito__alloc_leave(struct ito__alloc_table *t, int slot, uint64_t serial);
 struct ito__alloc_view {
     int processes;             /* registered */
     uint64_t reallocations;    /* divisions that changed some grant */
+    ito__cpumask shared_above; /* processors of this grant that a process of higher priority holds too */
 };
 /* This process's grant (never empty; inside the online processors), and the
  * generation it goes with: sleep on t->h.generation while it is unchanged.

@@ -20,6 +20,7 @@
 #include "base/env.h"
 #include "base/panic.h"
 #include "core/event.h"
+#include "core/fork.h"
 #include "core/runtime.h"
 #include "core/sched.h"
 #include "core/stack.h"
@@ -107,6 +108,7 @@ static int start(const ito_config_t *c, bool adopt)
     ito__rings_init();
     ito__overflow_install();
     ito__preempt_init();
+    ito__fork_init();
     ito__agent_configure();
     if (adopt && (e = ito__activation_adopt(ito__rt.vprocs[0])))
         return e;

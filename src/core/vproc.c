@@ -71,20 +71,27 @@ static int cgroup_quota_cpus(void)
     return cpus;
 }
 
+/* The affinity the process had before ito pinned anything: taken at the
+ * first call of ito__cpus_usable, during initialization (under its lock),
+ * before any activation is pinned; later calls — from pinned kernel
+ * threads — see the same. */
+static cpu_set_t process_affinity;
+static int have_affinity = -1;
+
+void ito__cpus_restore_self(void)
+{
+    if (have_affinity > 0)
+        sched_setaffinity(0, sizeof process_affinity, &process_affinity);
+}
+
 int ito__cpus_usable(int *cpus, int max)
 {
-    /* The affinity the process had before ito pinned anything: taken at the
-     * first call, during initialization (under its lock), before any
-     * activation is pinned; later calls — from pinned kernel threads — see
-     * the same. */
-    static cpu_set_t set;
-    static int have = -1;
-    if (have < 0)
-        have = sched_getaffinity(0, sizeof set, &set) == 0;
+    if (have_affinity < 0)
+        have_affinity = sched_getaffinity(0, sizeof process_affinity, &process_affinity) == 0;
     int n = 0;
-    if (have) {
+    if (have_affinity) {
         for (int c = 0; c < CPU_SETSIZE && n < max; c++)
-            if (CPU_ISSET(c, &set))
+            if (CPU_ISSET(c, &process_affinity))
                 cpus[n++] = c;
     }
     if (n == 0) {

@@ -189,6 +189,9 @@ static inline void ito__vproc_set_current(struct ito__vproc *vp, struct ito__thr
 /* vproc.c: CPU discovery and pinning */
 int ito__cpus_usable(int *cpus, int max);
 void ito__pin_self(int cpu);
+/* Give the calling kernel thread the affinity the process had before ito
+ * pinned anything (a child's after fork: core/fork.c). */
+void ito__cpus_restore_self(void);
 int ito__vprocs_create(int n, bool pin);
 
 /* activation.c */
