@@ -125,10 +125,13 @@ void ito__agent_backlog(void)
     /* A thread made ready on a vproc — by another thread, or by the vproc's
      * own timers and completions — usually runs there soon: that is no
      * demand. Time slices tell real demand apart (a slice that ends while
-     * another thread waits: sched.c). Without them, or when the work comes
-     * from a kernel thread ito does not know, take it as demand. */
-    if (ito__rt.timeslice_ns && ito__on_activation())
+     * another thread waits: sched.c), and so does the time it then waits
+     * (kernel/preempt.c). Without slices, or when the work comes from a
+     * kernel thread ito does not know, take it as demand. */
+    if (ito__rt.timeslice_ns && ito__on_activation()) {
+        ito__backlog_begin(ito__vproc_self());   /* timed instead (preempt.c) */
         return;
+    }
     ito__agent_more();
 }
 

@@ -8,6 +8,10 @@
 /* A vproc asleep this long tells the allocator it is idle (seed 000 §4.2's
  * hysteresis; idle.c). */
 #define ITO_ALLOC_IDLE_NS 2000000u
+/* A thread ready this long on a busy vproc, while the process is short of
+ * processors, is waiting for one; such waits adding up to ITO_ALLOC_IDLE_NS
+ * within a time slice ask for more (kernel/preempt.c). */
+#define ITO_ALLOC_WAIT_NS 100000u
 
 /* Read ITO_ALLOCATOR, ITO_ALLOC_DOMAIN, ITO_PRIORITY and open the table:
  * sets ito__rt.allocator. Before the activations start. */

@@ -117,6 +117,11 @@ struct ito__vproc {
     uint64_t *seen_since;
     uint32_t rng;                           /* victim selection */
     _Atomic bool idle_declared;             /* idle.c: told the allocator it is idle (the agent reads it) */
+    /* Threads waiting for this vproc while others have no processor
+     * (kernel/preempt.c): since when (0: none seen), and for how long in
+     * all since the last tick. */
+    uint64_t backlog_since;
+    uint64_t backlog_ns;
     struct ito__vproc_stats stats;
 
     /* --- written by others --- */
