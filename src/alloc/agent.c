@@ -12,11 +12,15 @@
  * this process's demand changes. It wakes only on those transitions:
  *   - Demand. The process asks for every vproc it has while work waits with
  *     no vproc free — a time slice ended, or a thread yielded, while
- *     another thread waited for the vproc, or (without slices, or from a foreign kernel thread) work
- *     was made ready with no vproc free — seed 000's "add more processors";
- *     and for one fewer per vproc that has slept
- *     for ITO_ALLOC_IDLE_NS ("this processor is idle", idle.c). The want is
- *     posted only when it changes.
+ *     another thread waited for the vproc; threads that were ready on a
+ *     busy vproc for ITO_ALLOC_IDLE_NS in all within a slice
+ *     (kernel/preempt.c: threads that block too often to end a slice); or,
+ *     without slices or from a foreign kernel thread, work was made ready
+ *     with no vproc free — seed 000's "add more processors"; and for one
+ *     fewer per vproc that has slept for ITO_ALLOC_IDLE_NS ("this processor
+ *     is idle", idle.c). The want is posted only when it changes.
+ *   - Weight. A vproc kept on a processor that a process of higher
+ *     priority holds too runs at the kernel's idle weight (weight.c).
  *   - Grant. A new grant of g processors keeps min(g, vprocs) vprocs: those
  *     that hold one already, busy ones before idle ones, each on a processor
  *     of the grant it already has where possible. The others are revoked
@@ -502,6 +506,10 @@ static void *agent_main(void *arg)
         if (gen != ag.applied || !ag.applied)
             sync_grant();
         follow_weights();
+        /* The grant changed which vprocs we hold, and so perhaps our want
+         * (the idle ones among those held): post it before sleeping. */
+        if (ag.joined && desired_want() != ag.posted_want)
+            continue;
         uint64_t now = ito__now_ns(), deadline = 0;
         if (ag.posted_want > held_count()) {
             if (now >= next_check) {

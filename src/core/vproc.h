@@ -119,9 +119,10 @@ struct ito__vproc {
     _Atomic bool idle_declared;             /* idle.c: told the allocator it is idle (the agent reads it) */
     /* Threads waiting for this vproc while others have no processor
      * (kernel/preempt.c): since when (0: none seen), and for how long in
-     * all since the last tick. */
+     * all within the window that began at backlog_window. */
     uint64_t backlog_since;
     uint64_t backlog_ns;
+    uint64_t backlog_window;
     struct ito__vproc_stats stats;
 
     /* --- written by others --- */

@@ -177,8 +177,9 @@ static void fix_frame(ucontext_t *uc, struct ito__activation *now)
  * have no processor, the time threads spend ready on a busy vproc is
  * measured: from a thread made ready with no vproc free (ito__agent_backlog)
  * to the vproc's next pick. Waits of ITO_ALLOC_WAIT_NS or more that add up
- * to ITO_ALLOC_IDLE_NS within one slice of the vproc's CPU time (the
- * mirror of an idle vproc's hysteresis, idle.c) ask for more processors.
+ * to ITO_ALLOC_IDLE_NS within a time slice (the mirror of an idle vproc's
+ * hysteresis, idle.c) ask for more processors. Both ends run on the vproc's
+ * owner inside a critical section, so the fields are the owner's alone.
  * Shorter waits do not count: less than a processor takes to arrive, and
  * what two threads that hand the vproc to each other see (a thread wakes
  * the other, then blocks). The clock is read only while the process is
@@ -191,10 +192,14 @@ void ito__backlog_begin(struct ito__vproc *vp)
 
 void ito__backlog_end(struct ito__vproc *vp)
 {
-    uint64_t waited = ito__now_ns() - vp->backlog_since;
+    uint64_t now = ito__now_ns(), waited = now - vp->backlog_since;
     vp->backlog_since = 0;
     if (waited < ITO_ALLOC_WAIT_NS)
         return;
+    if (now - vp->backlog_window > ito__rt.timeslice_ns) {
+        vp->backlog_window = now;   /* a new window of a slice */
+        vp->backlog_ns = 0;
+    }
     vp->backlog_ns += waited;
     if (vp->backlog_ns >= ITO_ALLOC_IDLE_NS) {
         vp->backlog_ns = 0;
@@ -252,8 +257,6 @@ static void on_tick(int sig, siginfo_t *si, void *ucv)
     }
     /* Owner-written; this is the owner. */
     struct ito__vproc *vp = a->vp;
-    if (depth == 0)
-        vp->backlog_ns = 0;   /* a new slice: waits add up within one (above) */
     uint64_t ticks = atomic_load_explicit(&vp->ticks, memory_order_relaxed);
     /* A vproc losing its processor switches out now, whatever its slice. */
     bool revoked = ito__vproc_revoked(vp);
