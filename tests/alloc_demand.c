@@ -22,33 +22,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "alloc_wait.h"
 #include "common.h"
 
 static atomic_bool stop;
 static ito_barrier_t barrier;
-
-static ito_alloc_info_t info(void)
-{
-    ito_alloc_info_t i;
-    OK(ito_alloc_info(&i));
-    return i;
-}
-
-/* Wait up to 20 s for cond; returns the milliseconds it took. */
-#define AWAIT(cond)                                                                              \
-    ({                                                                                           \
-        uint64_t t0_ = ito_now_ns();                                                             \
-        while (!(cond)) {                                                                        \
-            if (ito_now_ns() - t0_ > 20000000000ull) {                                           \
-                ito_alloc_info_t i_ = info();                                                    \
-                fprintf(stderr, "%s:%d: gave up waiting for %s (held %d of %d, want %d)\n",      \
-                        __FILE__, __LINE__, #cond, i_.held, i_.vprocs, i_.want);                 \
-                abort();                                                                         \
-            }                                                                                    \
-            ito_sleep_ns(2000000);                                                               \
-        }                                                                                        \
-        (double)(ito_now_ns() - t0_) / 1e6;                                                      \
-    })
 
 static void spin_us(uint64_t us)
 {

@@ -14,7 +14,8 @@
  *     no vproc free — a time slice ended, or a thread yielded, while
  *     another thread waited for the vproc; threads that were ready on a
  *     busy vproc for ITO_ALLOC_IDLE_NS in all within a slice
- *     (kernel/preempt.c: threads that block too often to end a slice); or,
+ *     (ito__agent_backlog_end: threads that block too often to end a
+ *     slice); or,
  *     without slices or from a foreign kernel thread, work was made ready
  *     with no vproc free — seed 000's "add more processors"; and for one
  *     fewer per vproc that has slept for ITO_ALLOC_IDLE_NS ("this processor
@@ -74,6 +75,7 @@
 #include "base/futex.h"
 #include "base/panic.h"
 #include "base/procstat.h"
+#include "core/revoke.h"
 #include "core/runtime.h"
 #include "core/sched.h"
 #include "core/vproc.h"
@@ -124,16 +126,49 @@ void ito__agent_more(void)
         poke();
 }
 
+/* Demand the slices do not show. Threads that block often — at a barrier,
+ * say — end no time slice, yet one of them may always be ready while
+ * another runs. So while some of the process's vprocs have no processor,
+ * the time threads spend ready on a busy vproc is measured: from a thread
+ * made ready with no vproc free (below) to the vproc's next pick
+ * (ito__agent_backlog_end). Waits of ITO_ALLOC_WAIT_NS or more that add up
+ * to ITO_ALLOC_IDLE_NS within a time slice (the mirror of an idle vproc's
+ * hysteresis, idle.c) ask for more processors. Shorter waits do not count:
+ * less than a processor takes to arrive, and what two threads that hand the
+ * vproc to each other see (one wakes the other, then blocks). Both ends run
+ * on the vproc's owner inside a critical section, so the fields are the
+ * owner's alone; the clock is read only while the process is short of
+ * processors and threads do wait. */
+void ito__agent_backlog_end(struct ito__vproc *vp)
+{
+    uint64_t now = ito__now_ns(), waited = now - vp->backlog_since;
+    vp->backlog_since = 0;
+    if (waited < ITO_ALLOC_WAIT_NS)
+        return;
+    if (now - vp->backlog_window > ito__rt.timeslice_ns) {
+        vp->backlog_window = now;   /* a new window of a slice */
+        vp->backlog_ns = 0;
+    }
+    vp->backlog_ns += waited;
+    if (vp->backlog_ns >= ITO_ALLOC_IDLE_NS) {
+        vp->backlog_ns = 0;
+        if (atomic_load_explicit(&ito__rt.nrevoked, memory_order_relaxed) > 0 && !ito__vproc_revoked(vp))
+            ito__agent_more();
+    }
+}
+
 void ito__agent_backlog(void)
 {
     /* A thread made ready on a vproc — by another thread, or by the vproc's
      * own timers and completions — usually runs there soon: that is no
      * demand. Time slices tell real demand apart (a slice that ends while
      * another thread waits: sched.c), and so does the time it then waits
-     * (kernel/preempt.c). Without slices, or when the work comes from a
-     * kernel thread ito does not know, take it as demand. */
+     * (above). Without slices, or when the work comes from a kernel thread
+     * ito does not know, take it as demand. */
     if (ito__rt.timeslice_ns && ito__on_activation()) {
-        ito__backlog_begin(ito__vproc_self());   /* timed instead (preempt.c) */
+        struct ito__vproc *vp = ito__vproc_self();
+        if (vp && !vp->backlog_since)
+            vp->backlog_since = ito__now_ns();   /* timed instead (above) */
         return;
     }
     ito__agent_more();

@@ -10,7 +10,7 @@
 #define ITO_ALLOC_IDLE_NS 2000000u
 /* A thread ready this long on a busy vproc, while the process is short of
  * processors, is waiting for one; such waits adding up to ITO_ALLOC_IDLE_NS
- * within a time slice ask for more (kernel/preempt.c). */
+ * within a time slice ask for more (agent.c). */
 #define ITO_ALLOC_WAIT_NS 100000u
 
 /* Read ITO_ALLOCATOR, ITO_ALLOC_DOMAIN, ITO_PRIORITY and open the table:

@@ -88,6 +88,15 @@ static pid_t tid_at(int i) { return atomic_load_explicit(&weak[i].tid, memory_or
 
 static int policy_at(int i) { return atomic_load_explicit(&weak[i].policy, memory_order_relaxed); }
 
+/* Where tid is among the first m weakened, or -1. */
+static int weakened(pid_t tid, int m)
+{
+    for (int i = 0; i < m; i++)
+        if (tid_at(i) == tid)
+            return i;
+    return -1;
+}
+
 static void put(int i, pid_t tid, int policy)
 {
     atomic_store_explicit(&weak[i].tid, tid, memory_order_relaxed);
@@ -110,10 +119,7 @@ void ito__weight_follow(const pid_t *idle, int n)
         put(i, tid_at(m), policy_at(m));
     }
     for (int i = 0; i < n && m < ITO_VPROCS_MAX; i++) {
-        bool known = false;
-        for (int k = 0; k < m && !known; k++)
-            known = tid_at(k) == idle[i];
-        if (known)
+        if (weakened(idle[i], m) >= 0)
             continue;
         /* Only the time-shared policies: a real-time carrier is the
          * application's choice, and an idle one is already there. */
@@ -129,9 +135,7 @@ void ito__weight_follow(const pid_t *idle, int n)
 void ito__weight_forked(pid_t parent_tid)
 {
     int m = atomic_load_explicit(&nweak, memory_order_relaxed);
-    for (int i = 0; i < m && i < ITO_VPROCS_MAX; i++)
-        if (tid_at(i) == parent_tid) {
-            set_policy(0, policy_at(i));
-            return;
-        }
+    int i = weakened(parent_tid, m < ITO_VPROCS_MAX ? m : ITO_VPROCS_MAX);
+    if (i >= 0)
+        set_policy(0, policy_at(i));
 }

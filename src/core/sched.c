@@ -52,7 +52,6 @@
 #include "core/stats.h"
 #include "core/revoke.h"
 #include "kernel/monitor.h"
-#include "kernel/preempt.h"
 #include "kernel/ring.h"
 
 /* How many picks between two looks at the clock (timers, policy tick) and at
@@ -203,7 +202,7 @@ struct ito__thread *ito__pick_local(struct ito__vproc *vp)
     uint64_t ticks = atomic_load_explicit(&vp->ticks, memory_order_relaxed) + 1;
     atomic_store_explicit(&vp->ticks, ticks, memory_order_relaxed);
     if (ITO_UNLIKELY(vp->backlog_since))
-        ito__backlog_end(vp);   /* the threads that waited get their turn */
+        ito__agent_backlog_end(vp);   /* the threads that waited get their turn */
     if (ITO_UNLIKELY(atomic_load_explicit(&vp->inbox, memory_order_relaxed) != NULL))
         /* Acquire pairs with the release CAS in inbox_push. */
         ito__inbox_drain(vp, atomic_exchange_explicit(&vp->inbox, NULL, memory_order_acquire));

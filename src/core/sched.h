@@ -35,6 +35,9 @@ static inline void ito__fence_light(void)
  * (ito__agent_backlog, which weighs that first). */
 void ito__agent_more(void);
 void ito__agent_backlog(void);
+/* vp picks while threads have waited for it since ito__agent_backlog timed
+ * them (vp->backlog_since): their wait may be demand. vp's owner. */
+void ito__agent_backlog_end(struct ito__vproc *vp);
 
 /* Work was just made available: wake a sleeping vproc if none is looking. */
 static inline void ito__idle_notify(void)

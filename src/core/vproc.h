@@ -118,7 +118,7 @@ struct ito__vproc {
     uint32_t rng;                           /* victim selection */
     _Atomic bool idle_declared;             /* idle.c: told the allocator it is idle (the agent reads it) */
     /* Threads waiting for this vproc while others have no processor
-     * (kernel/preempt.c): since when (0: none seen), and for how long in
+     * (alloc/agent.c, ito__agent_backlog): since when (0: none seen), and for how long in
      * all within the window that began at backlog_window. */
     uint64_t backlog_since;
     uint64_t backlog_ns;

@@ -65,8 +65,6 @@
 #include <ucontext.h>
 #include <unistd.h>
 
-#include "alloc/agent.h"
-#include "base/clock.h"
 #include "base/env.h"
 #include "base/panic.h"
 #include "core/runtime.h"
@@ -168,43 +166,6 @@ static void fix_frame(ucontext_t *uc, struct ito__activation *now)
         uc->uc_stack.ss_sp = now->altstack;
         uc->uc_stack.ss_size = now->altstack_size;
         uc->uc_stack.ss_flags = 0;
-    }
-}
-
-/* Demand the slices do not show. Threads that block often — at a barrier,
- * say — end no time slice (sched.c's signal of demand), yet one of them may
- * always be ready while another runs. So while some of the process's vprocs
- * have no processor, the time threads spend ready on a busy vproc is
- * measured: from a thread made ready with no vproc free (ito__agent_backlog)
- * to the vproc's next pick. Waits of ITO_ALLOC_WAIT_NS or more that add up
- * to ITO_ALLOC_IDLE_NS within a time slice (the mirror of an idle vproc's
- * hysteresis, idle.c) ask for more processors. Both ends run on the vproc's
- * owner inside a critical section, so the fields are the owner's alone.
- * Shorter waits do not count: less than a processor takes to arrive, and
- * what two threads that hand the vproc to each other see (a thread wakes
- * the other, then blocks). The clock is read only while the process is
- * short of processors and threads do wait. */
-void ito__backlog_begin(struct ito__vproc *vp)
-{
-    if (vp && !vp->backlog_since)
-        vp->backlog_since = ito__now_ns();
-}
-
-void ito__backlog_end(struct ito__vproc *vp)
-{
-    uint64_t now = ito__now_ns(), waited = now - vp->backlog_since;
-    vp->backlog_since = 0;
-    if (waited < ITO_ALLOC_WAIT_NS)
-        return;
-    if (now - vp->backlog_window > ito__rt.timeslice_ns) {
-        vp->backlog_window = now;   /* a new window of a slice */
-        vp->backlog_ns = 0;
-    }
-    vp->backlog_ns += waited;
-    if (vp->backlog_ns >= ITO_ALLOC_IDLE_NS) {
-        vp->backlog_ns = 0;
-        if (atomic_load_explicit(&ito__rt.nrevoked, memory_order_relaxed) > 0 && !ito__vproc_revoked(vp))
-            ito__agent_more();
     }
 }
 
