@@ -46,6 +46,17 @@ __thread uint32_t ito__tls_critical __attribute__((tls_model("initial-exec"), us
 #define ACT_STACK (512 * 1024)       /* pthread stack of a started activation */
 #define SCHED_STACK (256 * 1024)     /* scheduler stack of the adopted activation */
 
+void ito__errno_set(int e)
+{
+    ito__critical_enter();
+    struct ito__activation *a = ito__activation_self();
+    if (a)
+        *a->errno_ptr = e;   /* a switch at the section's end carries it along */
+    else
+        errno = e;
+    ito__critical_exit();
+}
+
 void ito__activation_setup_self(struct ito__activation *a)
 {
     ito__tls_act = a;

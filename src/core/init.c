@@ -159,7 +159,9 @@ int ito__init_slow(const ito_config_t *cfg, bool explicit_call)
         ito__event(ITO_EVENT_VPROC_ADDED, ito__vproc_self(), 0);
         ito__critical_exit();
     }
-    errno = saved_errno;
+    /* Not `errno = ...`: once adopted, this thread may have been switched
+     * to another kernel thread since errno's address was taken above. */
+    ito__errno_set(saved_errno);
     return e;
 }
 

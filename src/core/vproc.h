@@ -181,6 +181,13 @@ static inline struct ito__vproc *ito__vproc_self(void)
     return a ? a->vp : NULL;
 }
 
+/* Set errno of the kernel thread running the caller now. An ito thread may
+ * have moved to another kernel thread since it last read errno, and the C
+ * library lets the compiler keep errno's address across calls (it declares
+ * __errno_location const): library code that puts a caller's errno back
+ * after anything that may switch uses this. */
+void ito__errno_set(int e);
+
 /* The running ito thread, NULL for a foreign kernel thread (or in a
  * scheduler context). One thread-local load: valid wherever it is called. */
 static inline struct ito__thread *ito__thread_self(void) { return ito__arch_current(); }

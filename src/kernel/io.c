@@ -63,22 +63,9 @@ static inline struct ito__ring *my_ring(void)
     return r;
 }
 
-/* Set errno of the kernel thread running the caller now (after a switch it
- * may be another one than before: read the activation afresh). */
-static void set_errno(int e)
-{
-    ito__critical_enter();
-    struct ito__activation *a = ito__activation_self();
-    if (a)
-        *a->errno_ptr = e;
-    else
-        errno = e;
-    ito__critical_exit();
-}
-
 static ssize_t fail(int e)
 {
-    set_errno(e);
+    ito__errno_set(e);
     return -1;
 }
 
@@ -88,7 +75,7 @@ static ssize_t fail(int e)
 static inline long keep_errno(long r, int saved)
 {
     if (r >= 0)
-        set_errno(saved);
+        ito__errno_set(saved);
     return r;
 }
 
