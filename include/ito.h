@@ -130,8 +130,12 @@ typedef struct ito_thread { uint64_t id; } ito_thread_t;
 
 static inline bool ito_thread_equal(ito_thread_t a, ito_thread_t b) { return a.id == b.id; }
 
-/* Priorities: 0 (least urgent) .. ITO_PRIO_MAX (most urgent). Larger runs first
- * under policies that honour priorities ("ws" and "fifo" record them only). */
+/* Priorities: 0 (least urgent) .. ITO_PRIO_MAX (most urgent). The "prio"
+ * and "prio-shared" policies honour them: the more urgent thread runs first,
+ * a thread made ready takes the vproc of a less urgent one at once, and a
+ * thread's share of the CPU grows linearly with its priority (see
+ * docs/guide.md). "ws" and "fifo" record them only. A change of priority
+ * takes effect the next time the thread is queued. */
 #define ITO_PRIO_MAX 31
 #define ITO_PRIO_DEFAULT 15
 
@@ -477,6 +481,11 @@ typedef struct ito_stats {
     uint64_t handoffs;      /* vprocs handed to a spare kernel thread: a bracketed call blocked */
     uint64_t stalls;        /* vprocs handed on because their kernel thread slept outside any bracket */
     uint64_t revocations;   /* processors taken away by the cross-process allocator */
+    uint64_t displacements; /* running threads that gave way to a more urgent one (ito_policy_preempt) */
+    /* With ITO_STATS_CYCLES=1 (0 otherwise): time stamp counter cycles spent
+     * in the policy's pick, summed over all decisions — decision_cycles /
+     * decisions is the mean cost of one scheduling decision. */
+    uint64_t decision_cycles;
 } ito_stats_t;
 
 ITO_API int ito_stats_get(ito_stats_t *stats);

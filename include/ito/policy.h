@@ -4,8 +4,9 @@
  * Every scheduling decision of ito goes through one policy: where a thread
  * that became ready waits (enqueue), which ready thread a vproc runs next
  * (pick), and which thread an idle vproc takes from another (steal). The
- * built-in policies "ws" (work stealing, the default) and "fifo" (one shared
- * FIFO queue) are written against this same table. Register a policy before
+ * built-in policies "ws" (work stealing, the default), "fifo" (one shared
+ * FIFO queue), "prio" (O(1) priorities per vproc) and "prio-shared" (one
+ * O(1) priority queue for all vprocs) are written against this same table. Register a policy before
  * ito initializes, then select it by name with ITO_POLICY or ito_config_t.
  *
  * What the core guarantees to a policy
@@ -51,6 +52,7 @@ typedef enum ito_ready_reason {
     ITO_READY_YIELD = 3,    /* it called ito_yield */
     ITO_READY_RESUME = 4,   /* ito_resume after a suspension */
     ITO_READY_PREEMPT = 5,  /* its time slice ended */
+    ITO_READY_DISPLACED = 6, /* it gave way at the policy's request (ito_policy_preempt) */
 } ito_ready_reason_t;
 
 /* A vproc as the policy sees it. */
@@ -92,7 +94,7 @@ typedef struct ito_policy_ops {
  * Register a policy (the table must outlive the process). Returns 0; EINVAL
  * for a NULL table, a bad name, a size too small or a missing required op;
  * ENOTSUP for another ABI version; EEXIST if the name is taken (the built-in
- * "ws" and "fifo" are always taken); ENOSPC beyond ITO_POLICIES_MAX, which
+ * "ws", "fifo", "prio" and "prio-shared" are always taken); ENOSPC beyond ITO_POLICIES_MAX, which
  * counts the built-in policies. May be called before or after ito_init (a
  * policy is chosen only at initialization).
  */
@@ -100,6 +102,10 @@ ITO_API int ito_policy_register(const ito_policy_ops_t *ops);
 
 /* Facts about a node's thread, for policies. */
 ITO_API int ito_policy_node_priority(const ito_policy_node_t *n);
+/* Priority of the thread running on vproc `vproc` now, or -1 if it runs
+ * none (idle, or in its scheduler context) or is out of range. A snapshot,
+ * read without synchronization: it may be stale as soon as it is returned. */
+ITO_API int ito_policy_running_priority(int vproc);
 /* Preferred vproc of the thread (ito_attr_set_vproc), or -1. */
 ITO_API int ito_policy_node_vproc_hint(const ito_policy_node_t *n);
 /* vproc the thread last ran on, or -1 if it never ran. */
@@ -115,6 +121,18 @@ ITO_API unsigned ito_policy_idle_vprocs(void);
  * steal can find them): wakes a sleeping vproc if none is looking for work,
  * so that they do not wait for this vproc. */
 ITO_API void ito_policy_share(void);
+
+/* Ask vproc `vproc` to give way: the thread it runs now is switched out at
+ * its next safe point — within microseconds, by the time-slice signal — and
+ * enqueued with ITO_READY_DISPLACED; the vproc then picks again. Meant for a
+ * policy that has just given that vproc a thread more urgent than the one it
+ * runs (seed 000 §1.2: a ready thread should not wait while a less urgent
+ * one runs). From an op running on the vproc itself, the switch happens
+ * when the current ito call is done. A vproc that is not running a thread
+ * picks anyway and is left alone, as is everything without time slicing
+ * (ITO_TIMESLICE_US=0) except the caller's own vproc. Out of range: ignored.
+ * Callable from any op. */
+ITO_API void ito_policy_preempt(int vproc);
 
 /* From steal: there is a thread the policy may not take yet (it sits in a
  * busy vproc's structure for a grace period): look again after `ns` instead

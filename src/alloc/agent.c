@@ -231,22 +231,6 @@ static bool carrier_computes(const struct ito__vproc *vp, pid_t tid)
     return (ks & ITO_KS_MASK) == ITO_KS_RUN && !ito__procstat_asleep(tid);
 }
 
-/* Make vp's carrier stop at its next safe point: the time-slice signal,
- * tagged so that the handler knows it from other senders (preempt.c). */
-static void poke_carrier(pid_t tid)
-{
-    if (!ito__rt.timeslice_ns)
-        return;   /* no handler: it stops at its next switch */
-    siginfo_t si;
-    memset(&si, 0, sizeof si);
-    si.si_signo = ito__rt.preempt_signal;
-    si.si_code = SI_QUEUE;
-    si.si_pid = getpid();
-    si.si_uid = getuid();
-    si.si_value.sival_int = ITO_PREEMPT_REVOKE_TAG;
-    syscall(SYS_rt_tgsigqueueinfo, getpid(), tid, ito__rt.preempt_signal, &si);
-}
-
 /* Move vp's carrier onto the processors `to` at once (pinning only). */
 static void move_carrier(pid_t tid, const ito__cpumask *to)
 {
@@ -275,7 +259,7 @@ static void take_away(struct ito__vproc *vp, const ito__cpumask *kept)
     if (s == ITO_VP_SLEEPING)
         ito__vproc_wake(vp);
     else if (s == ITO_VP_BUSY && tid && carrier_computes(vp, tid))
-        poke_carrier(tid);
+        ito__preempt_poke(tid);
 }
 
 static void grant(struct ito__vproc *vp, int cpu)

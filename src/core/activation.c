@@ -206,7 +206,7 @@ int ito__activation_adopt(struct ito__vproc *vp)
     t->flags = ITO_TF_MAIN;
     t->started = true;
     t->pref_vproc = -1;
-    t->prio = ITO_PRIO_DEFAULT;
+    __atomic_store_n(&t->prio, ITO_PRIO_DEFAULT, __ATOMIC_RELAXED);
     t->fpctl = ito__arch_fpctl();
     own_stack(&t->stack);
     /* Its frames stay on this kernel thread's stack while it may be parked

@@ -79,7 +79,7 @@ static int start(const ito_config_t *c, bool adopt)
     } else if (ito__env_str("ITO_POLICY")) {
         pol = ito__policy_find(ito__env_str("ITO_POLICY"));
         if (!pol)
-            ito__warn("ignoring ITO_POLICY='%s': no such policy (built in: ws, fifo); using ws",
+            ito__warn("ignoring ITO_POLICY='%s': no such policy (built in: ws, fifo, prio, prio-shared); using ws",
                       ito__env_str("ITO_POLICY"));
     }
     if (!pol)
@@ -89,6 +89,7 @@ static int start(const ito_config_t *c, bool adopt)
     ito__rt.idle_spin_ns = (uint64_t)spin * 1000u;
     ito__rt.pin = pin;
     ito__rt.policy = pol;
+    ito__rt.stats_cycles = ito__env_int("ITO_STATS_CYCLES", 0, 0, 1, false) != 0;
 
     int e = ito__stacks_init(stack);
     if (e)

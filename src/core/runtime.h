@@ -29,6 +29,7 @@ struct ito__runtime {
     bool pin;
     bool asym_fence;                      /* membarrier available (idle.c) */
     bool oversubscribed;                  /* more vprocs than CPUs: idle vprocs yield the CPU */
+    bool stats_cycles;                    /* ITO_STATS_CYCLES: time the policy's picks */
     size_t page;
 
     /* Idle protocol (idle.c); on their own lines: written on idle transitions. */

@@ -208,8 +208,20 @@ struct ito__thread *ito__pick_local(struct ito__vproc *vp)
         ito__inbox_drain(vp, atomic_exchange_explicit(&vp->inbox, NULL, memory_order_acquire));
     if (ITO_UNLIKELY(!(ticks & (ITO_PERIODIC_PICKS - 1))))
         periodic(vp);
+    /* A request to give way is answered by this pick (ito_policy_preempt). */
+    if (ITO_UNLIKELY(atomic_load_explicit(&vp->displace, memory_order_relaxed)))
+        atomic_store_explicit(&vp->displace, false, memory_order_relaxed);
     for (;;) {
-        ito_policy_node_t *n = ito__rt.policy->pick(&vp->pv);
+        ito_policy_node_t *n;
+        if (ITO_UNLIKELY(ito__rt.stats_cycles)) {
+            uint64_t c0 = ito__cycles();
+            n = ito__rt.policy->pick(&vp->pv);
+            uint64_t c = ito__cycles() - c0;
+            if (n)
+                __atomic_store_n(&vp->stats.decision_cycles, vp->stats.decision_cycles + c, __ATOMIC_RELAXED);
+        } else {
+            n = ito__rt.policy->pick(&vp->pv);
+        }
         if (!n)
             return NULL;
         struct ito__thread *t = ito__thread_of_node(n);
@@ -321,7 +333,7 @@ static void switch_to(struct ito__activation *act, struct ito__thread *cur, stru
         fiber = act->sched_tsan_fiber;
     }
     if (ITO_LIKELY(vp))   /* NULL: an activation leaving its lost vproc (ito__switch_detach) */
-        vp->current = next;
+        __atomic_store_n(&vp->current, next, __ATOMIC_RELAXED);   /* read by ito_policy_running_priority */
     ito__arch_set_current(next);
     /* Every switch happens inside a critical section; the depth travels with
      * the context (base/critical.h). */
@@ -388,13 +400,19 @@ void ito__preempt_switch(struct ito__thread *self)
 {
     ito__critical_enter();
     struct ito__vproc *vp = ito__vproc_self();
-    /* A slice's end is a tick: timers, completions and the global queue are
-     * looked at now, not after ITO_PERIODIC_PICKS more slices. */
-    periodic(vp);
-    ito__vproc_check_busy(vp);   /* it ran a thread for a whole slice */
+    /* Giving way to a more urgent thread, or the end of a slice? */
+    bool displaced = atomic_exchange_explicit(&vp->displace, false, memory_order_relaxed);
+    if (displaced) {
+        ITO_STAT_INC(vp, displacements);
+    } else {
+        /* A slice's end is a tick: timers, completions and the global queue
+         * are looked at now, not after ITO_PERIODIC_PICKS more slices. */
+        periodic(vp);
+        ito__vproc_check_busy(vp);   /* it ran a thread for a whole slice */
+    }
     ito__event(ITO_EVENT_PREEMPTED, vp, ito__thread_id(self, atomic_load_explicit(&self->ctl, memory_order_relaxed)));
     ito__thread_set_state(self, ITO_TS_RUNNING, ITO_TS_READY);
-    ito__rt.policy->enqueue(&vp->pv, &self->node, ITO_READY_PREEMPT);
+    ito__rt.policy->enqueue(&vp->pv, &self->node, displaced ? ITO_READY_DISPLACED : ITO_READY_PREEMPT);
     switch_out(self, true);
     ito__critical_exit();
 }

@@ -94,8 +94,9 @@ void ito__switch_out(struct ito__thread *cur);
  * took its place was waiting for this vproc (demand, for the allocator). */
 void ito__switch_out_yield(struct ito__thread *cur);
 
-/* The running thread `self` (RUNNING) has used up its time slice: do the
- * periodic work, queue it (ITO_READY_PREEMPT) and run another. Returns when
+/* The running thread `self` (RUNNING) has used up its time slice — do the
+ * periodic work and queue it (ITO_READY_PREEMPT) — or was asked to give way
+ * (vp->displace: queue it as ITO_READY_DISPLACED); run another. Returns when
  * self runs again. */
 void ito__preempt_switch(struct ito__thread *self);
 

@@ -28,6 +28,8 @@ ITO_API int ito_stats_get(ito_stats_t *s)
         s->handoffs += ITO_STAT_READ(vp, handoffs);
         s->stalls += ITO_STAT_READ(vp, stalls);
         s->revocations += ITO_STAT_READ(vp, revocations);
+        s->displacements += ITO_STAT_READ(vp, displacements);
+        s->decision_cycles += ITO_STAT_READ(vp, decision_cycles);
     }
     s->spawns += (uint64_t)atomic_load_explicit(&ito__rt.foreign_spawns, memory_order_relaxed);
     return 0;

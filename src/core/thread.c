@@ -193,7 +193,7 @@ int ito__spawn(uint64_t *id_out, const ito_attr_t *attr, void *(*fn)(void *), vo
     }
     /* The descriptor is clean (thread.h): set only what this thread chose. */
     t->pref_vproc = (int16_t)pref;
-    t->prio = prio;
+    __atomic_store_n(&t->prio, prio, __ATOMIC_RELAXED);   /* policies read it unsynchronized */
     t->fn = fn;
     t->arg = arg;
     t->fpctl = ito__arch_fpctl();   /* POSIX: a thread inherits its creator's FP environment */
@@ -616,7 +616,7 @@ ITO_API int ito_set_priority(ito_thread_t th, int prio)
     struct ito__thread *t = lock_handle(th);
     if (!t)
         return ESRCH;
-    t->prio = prio;
+    __atomic_store_n(&t->prio, prio, __ATOMIC_RELAXED);   /* policies read it without t->lk */
     ito__spin_unlock(&t->lk);
     return 0;
 }
@@ -628,7 +628,7 @@ ITO_API int ito_get_priority(ito_thread_t th, int *prio)
     struct ito__thread *t = lock_handle(th);
     if (!t)
         return ESRCH;
-    *prio = t->prio;
+    *prio = __atomic_load_n(&t->prio, __ATOMIC_RELAXED);
     ito__spin_unlock(&t->lk);
     return 0;
 }
@@ -695,7 +695,20 @@ ITO_API int ito_get_name(ito_thread_t th, char *buf, size_t len)
 
 /* ------------------------------------------------------- policy helpers */
 
-ITO_API int ito_policy_node_priority(const ito_policy_node_t *n) { return ito__thread_of_node(n)->prio; }
+ITO_API int ito_policy_node_priority(const ito_policy_node_t *n)
+{
+    return __atomic_load_n(&ito__thread_of_node(n)->prio, __ATOMIC_RELAXED);
+}
+
+ITO_API int ito_policy_running_priority(int vproc)
+{
+    if (vproc < 0 || !ito__initialized() || vproc >= ito__rt.nvprocs)
+        return -1;
+    /* A snapshot: the thread may switch out meanwhile, and its descriptor
+     * be reused (descriptors stay mapped: the read is harmless). */
+    struct ito__thread *t = __atomic_load_n(&ito__rt.vprocs[vproc]->current, __ATOMIC_RELAXED);
+    return t ? __atomic_load_n(&t->prio, __ATOMIC_RELAXED) : -1;
+}
 ITO_API int ito_policy_node_vproc_hint(const ito_policy_node_t *n) { return ito__thread_of_node(n)->pref_vproc; }
 ITO_API int ito_policy_node_last_vproc(const ito_policy_node_t *n)
 {

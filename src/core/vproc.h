@@ -49,6 +49,8 @@ struct ito__vproc_stats {
     uint64_t handoffs;
     uint64_t stalls;
     uint64_t revocations;
+    uint64_t displacements;
+    uint64_t decision_cycles;
 };
 
 struct ito__activation {
@@ -101,7 +103,8 @@ struct ito__handover {
 
 struct ito__vproc {
     /* --- owner only --- */
-    struct ito__thread *current;            /* running thread (NULL: scheduler context) */
+    struct ito__thread *current;            /* running thread (NULL: scheduler context); others
+                                               read it relaxed (ito_policy_running_priority) */
     struct ito__activation *act;
     int index;
     int cpu;                                /* pinned CPU or -1 */
@@ -144,6 +147,10 @@ struct ito__vproc {
      * every switch, written at reallocations only: a line of their own. */
     _Atomic uint32_t revoke ITO_ALIGNED_CACHELINE;
     _Atomic int grant_cpu;                  /* the CPU to pin to (-1: unpinned) */
+    /* A policy asked the running thread to give way (ito_policy_preempt):
+     * set by anyone, cleared by the owner when it picks or switches the
+     * thread out (kernel/preempt.c). */
+    _Atomic bool displace ITO_ALIGNED_CACHELINE;
 } ITO_ALIGNED_CACHELINE;
 
 enum { ITO_KS_RUN = 0, ITO_KS_KERNEL = 1, ITO_KS_STEAL = 2, ITO_KS_MASK = 3 };
@@ -195,7 +202,7 @@ static inline struct ito__thread *ito__thread_self(void) { return ito__arch_curr
 /* Make t the running thread of vp, on the calling activation. */
 static inline void ito__vproc_set_current(struct ito__vproc *vp, struct ito__thread *t)
 {
-    vp->current = t;
+    __atomic_store_n(&vp->current, t, __ATOMIC_RELAXED);   /* others read it: ito_policy_running_priority */
     ito__arch_set_current(t);
 }
 

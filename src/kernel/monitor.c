@@ -166,7 +166,7 @@ static void provision(void)
 static void carry_on(struct ito__vproc *vp, struct ito__activation *s, uint64_t blocked_id)
 {
     vp->act = s;
-    vp->current = NULL;   /* the spare starts in its scheduler context */
+    __atomic_store_n(&vp->current, NULL, __ATOMIC_RELAXED);   /* the spare starts in its scheduler context */
     s->vp = vp;
     s->handoff_thread = blocked_id;   /* the spare reports the event (activation.c) */
     /* Release pairs with the spare's acquire load in ito__activation_park. */

@@ -44,6 +44,14 @@
  * Signals of this number that no timer sent (si_code != SI_TIMER) go to the
  * handler that was installed before ito's.
  *
+ * The same signal, queued with a tag (SI_QUEUE, ITO_PREEMPT_POKE_TAG), makes a
+ * carrier look at once rather than at its next tick: the allocator's agent
+ * sends it when it takes the vproc's processor away, and a policy through
+ * ito_policy_preempt when it has given the vproc a more urgent thread
+ * (vp->displace). Either switches the thread out at the first safe point,
+ * whatever is left of its slice. A policy asking its own vproc needs no
+ * signal: the request is recovered like a slice that ended inside ito.
+ *
  * The tick is also where a kernel thread that lost its vproc while asleep in
  * an unbracketed call (stall.c) and then runs its thread's own code without
  * calling ito gives the thread up: at the same safe points.
@@ -61,9 +69,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <ucontext.h>
 #include <unistd.h>
+
+#include <ito/policy.h>
 
 #include "base/env.h"
 #include "base/panic.h"
@@ -183,9 +194,9 @@ static void on_tick(int sig, siginfo_t *si, void *ucv)
 {
     /* Ours: a tick of an activation's timer, or the allocator's agent
      * telling a carrier that its vproc loses its processor. */
-    bool revoke_poke = si->si_code == SI_QUEUE && si->si_pid == getpid() &&
-                       si->si_value.sival_int == ITO_PREEMPT_REVOKE_TAG;
-    if (si->si_code != SI_TIMER && !revoke_poke) {
+    bool poke = si->si_code == SI_QUEUE && si->si_pid == getpid() &&
+                si->si_value.sival_int == ITO_PREEMPT_POKE_TAG;
+    if (si->si_code != SI_TIMER && !poke) {
         chain(sig, si, ucv);
         return;
     }
@@ -219,9 +230,11 @@ static void on_tick(int sig, siginfo_t *si, void *ucv)
     /* Owner-written; this is the owner. */
     struct ito__vproc *vp = a->vp;
     uint64_t ticks = atomic_load_explicit(&vp->ticks, memory_order_relaxed);
-    /* A vproc losing its processor switches out now, whatever its slice. */
-    bool revoked = ito__vproc_revoked(vp);
-    if (ticks != a->slice_ticks && !revoked) {
+    /* A vproc losing its processor, or a thread asked to give way, switches
+     * out now, whatever its slice. Acquire pairs with the release store in
+     * ito_policy_preempt. */
+    bool now = ito__vproc_revoked(vp) || atomic_load_explicit(&vp->displace, memory_order_acquire);
+    if (ticks != a->slice_ticks && !now) {
         a->slice_ticks = ticks;   /* it picked since the last tick: a new slice */
         a->slice_deferred = false;
         goto out;
@@ -234,13 +247,56 @@ static void on_tick(int sig, siginfo_t *si, void *ucv)
     if (!safe_point(a, t, ucv))
         goto out;   /* deferred: the next tick looks again */
     a->slice_pending = false;
-    ITO_STAT_INC(vp, preemptions);
+    if (!atomic_load_explicit(&vp->displace, memory_order_relaxed))
+        ITO_STAT_INC(vp, preemptions);
     ito__preempt_switch(t);
     /* Resumed, perhaps on another activation. */
     a = ito__arch_activation();
     fix_frame(ucv, a);
 out:
     *a->errno_ptr = saved_errno;
+}
+
+void ito__preempt_poke(pid_t tid)
+{
+    if (!ito__rt.timeslice_ns)
+        return;   /* no handler: it stops at its next switch */
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    si.si_signo = ito__rt.preempt_signal;
+    si.si_code = SI_QUEUE;
+    si.si_pid = getpid();
+    si.si_uid = getuid();
+    si.si_value.sival_int = ITO_PREEMPT_POKE_TAG;
+    syscall(SYS_rt_tgsigqueueinfo, getpid(), tid, ito__rt.preempt_signal, &si);
+}
+
+ITO_API void ito_policy_preempt(int index)
+{
+    if (index < 0 || !ito__initialized() || index >= ito__rt.nvprocs)
+        return;
+    struct ito__vproc *vp = ito__rt.vprocs[index];
+    ito__critical_enter();
+    struct ito__activation *a = ito__activation_self();
+    if (a && a->vp == vp) {
+        /* Our own vproc, from an op: the thread running here gives way when
+         * its call into ito is done (critical.c recovers it). None: this is
+         * the scheduler context, which picks next anyway. */
+        if (ito__thread_self()) {
+            atomic_store_explicit(&vp->displace, true, memory_order_relaxed);
+            a->slice_pending = true;
+            ito__arch_critical_or(ITO_CRITICAL_ATTENTION);
+        }
+    } else if (atomic_load_explicit(&vp->run_state, memory_order_relaxed) == ITO_VP_BUSY) {
+        uintptr_t ks = atomic_load_explicit(&vp->kstate, memory_order_acquire);
+        struct ito__activation *c = ito__ks_carrier(ks);
+        /* Release pairs with the handler's acquire load. Only the first
+         * request signals; the owner clears the flag when it picks. */
+        if ((ks & ITO_KS_MASK) == ITO_KS_RUN && c &&
+            !atomic_exchange_explicit(&vp->displace, true, memory_order_release))
+            ito__preempt_poke(c->tid);
+    }
+    ito__critical_exit();
 }
 
 /* "SIGURG", "URG", "SIGRTMIN+3", "RTMIN+3" or a number; -1 if none of these. */

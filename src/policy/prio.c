@@ -1,0 +1,357 @@
+/*
+ * "prio" and "prio-shared": O(1) priority scheduling (seed 002; Linux 2.6).
+ *
+ * Each vproc ("prio") — or the whole process ("prio-shared", the SSH
+ * organization) — keeps an O(1) queue (prioq.c): per-level FIFO lists in an
+ * active and an expired array. ITO_PRIO_LEVELS (1..140, default 140; SSH
+ * used 16) sets the number of levels; the API's priorities 0..ITO_PRIO_MAX
+ * are spread evenly over them.
+ *
+ * Time slices. A thread at level l has a quantum of 1 + 31·l/(levels-1)
+ * slices (ITO_TIMESLICE_US each). Each slice it uses up, it goes to the back
+ * of its level in the active array, so threads of one level take turns slice
+ * by slice; when its quantum is spent it gets a new one and goes to the
+ * expired array. The arrays swap when the active one is empty. Within one
+ * such epoch every ready thread runs its whole quantum, so a thread's CPU
+ * share grows linearly with its level (seed 002 §4.3.3: not with its
+ * square, as when both the slice and the order favour it), and no ready
+ * thread starves, whatever its level. Threads that wait (locks, I/O,
+ * sleeps) come back to the active array with what is left of their
+ * quantum. A yield goes to the expired array, as sched_yield did in Linux
+ * 2.6: it lets every ready thread run first, less urgent ones too — a
+ * thread that polls with ito_yield cannot starve them.
+ *
+ * Urgency across vprocs (seed 000 §1.2). A thread that becomes ready
+ * should not wait while a less urgent one runs on any vproc. A thread made
+ * ready goes to the vproc running the lowest level below its own
+ * (ito_policy_running_priority; a vproc that was just given a thread counts
+ * at that thread's level until it picks, so that a burst of wake-ups
+ * spreads) — the caller's, or another one's queue, under that queue's lock
+ * — and that vproc is asked to give way at once (ito_policy_preempt: the time-slice signal, or, for
+ * the caller's own vproc, the end of the current ito call). With none
+ * lower, it waits where it was made ready. A vproc that picks takes the
+ * most urgent queued thread of the process: its own queue's, unless another
+ * vproc's `top` is higher, in which case it takes that one instead. Idle
+ * vprocs steal the most urgent thread there is. Threads in an expired array
+ * wait by design: that is what keeps the others from starving.
+ *
+ * Synchronization. "prio": one spinlock per vproc queue, taken by its owner
+ * (enqueue, pick) and by others that place a thread there or take one; at
+ * most one queue lock is held at a time. "prio-shared": one lock for the one
+ * queue; a joiner takes its not-yet-started child out of it without the
+ * lock, by marking it (ito__prioq_claim, seed 002 §6.3). `top` and
+ * `promised` are hints written under the lock or by a placement and read
+ * relaxed; like the running priority, a stale one only makes one decision
+ * less urgent-first.
+ *
+ * Node words (prioq.h owns the low 16 bits of word[1]): bits 16..31 of
+ * word[1] hold the quantum left, bits 32..47 the index + 1 of the vproc
+ * whose queue holds the thread ("prio").
+ */
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#include <ito/policy.h>
+
+#include "base/compiler.h"
+#include "base/env.h"
+#include "base/spinlock.h"
+#include "policy/prioq.h"
+
+#define PRIO_QUANTUM_MAX 32    /* slices of the most urgent level */
+
+struct prio_queue {
+    ito__spinlock lock ITO_ALIGNED_CACHELINE;
+    struct ito__prioq q;                /* lock */
+    _Atomic int top ITO_ALIGNED_CACHELINE;   /* q's highest level, -1: empty (written under lock) */
+};
+
+struct prio_vp {
+    struct prio_queue *queue;           /* its own ("prio") or the one ("prio-shared") */
+    _Atomic int promised ITO_ALIGNED_CACHELINE;  /* level placed here to run next, -1: none */
+};
+
+struct prio {
+    unsigned levels;
+    bool one_queue;
+    struct prio_queue *shared;          /* "prio-shared" */
+};
+
+static struct prio *P(ito_policy_vproc_t *vp) { return vp->shared; }
+static struct prio_vp *V(ito_policy_vproc_t *vp) { return vp->local; }
+
+/* ----------------------------------------------------------- node words */
+
+static unsigned quantum_left(const ito_policy_node_t *n) { return (unsigned)((ito__prioq_word(n) >> 16) & 0xffff); }
+static void set_quantum_left(ito_policy_node_t *n, unsigned q)
+{
+    ito__prioq_set_word(n, (ito__prioq_word(n) & ~((uintptr_t)0xffff << 16)) | (uintptr_t)q << 16);
+}
+static int queued_on(const ito_policy_node_t *n) { return (int)((ito__prioq_word(n) >> 32) & 0xffff) - 1; }
+static void set_queued_on(ito_policy_node_t *n, int index)
+{
+    ito__prioq_set_word(n, (ito__prioq_word(n) & ~((uintptr_t)0xffff << 32)) | (uintptr_t)(index + 1) << 32);
+}
+
+static int level_of_prio(const struct prio *p, int prio)
+{
+    if (prio < 0)
+        prio = 0;
+    if (prio > ITO_PRIO_MAX)
+        prio = ITO_PRIO_MAX;
+    return (prio * (int)(p->levels - 1) + ITO_PRIO_MAX / 2) / ITO_PRIO_MAX;
+}
+
+static unsigned level_of(const struct prio *p, const ito_policy_node_t *n)
+{
+    return (unsigned)level_of_prio(p, ito_policy_node_priority(n));
+}
+
+static unsigned quantum(const struct prio *p, unsigned level)
+{
+    return p->levels > 1 ? 1 + level * (PRIO_QUANTUM_MAX - 1) / (p->levels - 1) : 1;
+}
+
+/* ------------------------------------------------------------------ init */
+
+static int prio_init_common(int nvprocs, void **shared, bool one_queue)
+{
+    (void)nvprocs;
+    struct prio *p = calloc(1, sizeof *p);
+    if (!p)
+        return ENOMEM;
+    p->levels = (unsigned)ito__env_int("ITO_PRIO_LEVELS", ITO_PRIOQ_LEVELS_MAX, 1, ITO_PRIOQ_LEVELS_MAX, false);
+    p->one_queue = one_queue;
+    *shared = p;
+    return 0;
+}
+
+static int prio_init(int nvprocs, void **shared) { return prio_init_common(nvprocs, shared, false); }
+static int prio_shared_init(int nvprocs, void **shared) { return prio_init_common(nvprocs, shared, true); }
+
+static struct prio_queue *queue_new(unsigned levels, bool lazy)
+{
+    struct prio_queue *q = aligned_alloc(ITO_CACHELINE, sizeof *q);
+    if (!q)
+        return NULL;
+    ito__prioq_init(&q->q, levels, lazy);
+    q->lock = (ito__spinlock){ 0 };
+    atomic_init(&q->top, -1);
+    return q;
+}
+
+static int prio_vproc_init(ito_policy_vproc_t *vp)
+{
+    struct prio *p = P(vp);
+    struct prio_vp *v = aligned_alloc(ITO_CACHELINE, sizeof *v);
+    if (!v)
+        return ENOMEM;
+    if (p->one_queue) {
+        /* vproc_init runs for vproc 0 first, before any other op. */
+        if (!p->shared && !(p->shared = queue_new(p->levels, true))) {
+            free(v);
+            return ENOMEM;
+        }
+        v->queue = p->shared;
+    } else if (!(v->queue = queue_new(p->levels, false))) {
+        free(v);
+        return ENOMEM;
+    }
+    atomic_init(&v->promised, -1);
+    vp->local = v;
+    return 0;
+}
+
+/* ------------------------------------------------------------ the queues */
+
+static void publish_top(struct prio_queue *q)
+{
+    atomic_store_explicit(&q->top, ito__prioq_top(&q->q), memory_order_relaxed);
+}
+
+static int top_of(struct prio_queue *q) { return atomic_load_explicit(&q->top, memory_order_relaxed); }
+
+/* The vproc picks: what was promised to it is now in its hands. */
+static void picked(struct prio_vp *v)
+{
+    if (atomic_load_explicit(&v->promised, memory_order_relaxed) >= 0)
+        atomic_store_explicit(&v->promised, -1, memory_order_relaxed);
+}
+
+/* Put n into queue q (of vproc `index`) under its lock. */
+static void put(struct prio_queue *q, int index, ito_policy_node_t *n, unsigned level, bool expired, bool front)
+{
+    ito__spin_lock(&q->lock);
+    set_queued_on(n, index);
+    ito__prioq_push(&q->q, n, level, expired, front);
+    publish_top(q);
+    ito__spin_unlock(&q->lock);
+}
+
+static ito_policy_node_t *pop(struct prio_queue *q)
+{
+    if (top_of(q) < 0)
+        return NULL;
+    ito__spin_lock(&q->lock);
+    ito_policy_node_t *n = ito__prioq_pop(&q->q);
+    publish_top(q);
+    ito__spin_unlock(&q->lock);
+    return n;
+}
+
+/* The vproc running the lowest level below `level` (-1: none lower). An idle
+ * vproc (-1) counts as lowest of all. */
+static int lowest_below(ito_policy_vproc_t *vp, unsigned level, int *its_level)
+{
+    struct prio *p = P(vp);
+    int best = -1, best_level = (int)level;
+    for (int i = 0; i < vp->count; i++) {
+        int prio = ito_policy_running_priority(i);
+        int r = prio < 0 ? -1 : level_of_prio(p, prio);
+        int promised = atomic_load_explicit(&V(vp->all[i])->promised, memory_order_relaxed);
+        if (promised > r)
+            r = promised;
+        if (r < best_level) {
+            best = i;
+            best_level = r;
+        }
+    }
+    *its_level = best_level;
+    return best;
+}
+
+/* ----------------------------------------------------------------- ops */
+
+static void prio_enqueue(ito_policy_vproc_t *vp, ito_policy_node_t *n, ito_ready_reason_t why)
+{
+    struct prio *p = P(vp);
+    unsigned level = level_of(p, n);
+    bool expired = false, front = false;
+    switch (why) {
+    case ITO_READY_SPAWN:
+        set_quantum_left(n, quantum(p, level));
+        break;
+    case ITO_READY_PREEMPT: {   /* a slice used up */
+        unsigned left = quantum_left(n);
+        if (left <= 1 || left > PRIO_QUANTUM_MAX) {
+            set_quantum_left(n, quantum(p, level));   /* a new quantum, for the next epoch */
+            expired = true;
+        } else {
+            set_quantum_left(n, left - 1);
+        }
+        break;
+    }
+    case ITO_READY_DISPLACED:   /* it was running: it keeps its place */
+        front = true;
+        break;
+    case ITO_READY_YIELD:       /* after every other ready thread, less urgent ones too */
+        expired = true;
+        if (quantum_left(n) == 0 || quantum_left(n) > PRIO_QUANTUM_MAX)
+            set_quantum_left(n, quantum(p, level));
+        break;
+    default:                    /* WAKE, RESUME: back of its level */
+        if (quantum_left(n) == 0 || quantum_left(n) > PRIO_QUANTUM_MAX)
+            set_quantum_left(n, quantum(p, level));
+        break;
+    }
+    int target = vp->index;
+    if (!expired && why != ITO_READY_PREEMPT && why != ITO_READY_DISPLACED && why != ITO_READY_YIELD) {
+        /* Made ready: is a less urgent thread running somewhere? */
+        int low;
+        int i = lowest_below(vp, level, &low);
+        if (i >= 0 && low >= 0) {
+            /* Claim the victim for this thread (another wake-up will look
+             * elsewhere), then give it the thread and ask it to give way. */
+            atomic_store_explicit(&V(vp->all[i])->promised, (int)level, memory_order_relaxed);
+            target = i;
+            ito_policy_preempt(i);
+        }
+        /* i with low < 0: an idle vproc will steal it (the core wakes one). */
+    }
+    put(V(vp->all[target])->queue, target, n, level, expired, front);
+}
+
+/* Another vproc's queue with a higher top than `mine`, or NULL. */
+static struct prio_queue *more_urgent(ito_policy_vproc_t *vp, int mine)
+{
+    struct prio_queue *best = NULL;
+    for (int i = 0; i < vp->count; i++) {
+        struct prio_queue *q = V(vp->all[i])->queue;
+        int t = top_of(q);
+        if (t > mine) {
+            best = q;
+            mine = t;
+        }
+    }
+    return best == V(vp)->queue ? NULL : best;
+}
+
+static ito_policy_node_t *prio_pick(ito_policy_vproc_t *vp)
+{
+    struct prio *p = P(vp);
+    struct prio_vp *v = V(vp);
+    ito_policy_node_t *n = NULL;
+    if (!p->one_queue && vp->count > 1) {
+        struct prio_queue *q = more_urgent(vp, top_of(v->queue));
+        if (q)
+            n = pop(q);   /* may have gone meanwhile: then our own */
+    }
+    if (!n)
+        n = pop(v->queue);
+    picked(v);
+    return n;
+}
+
+static ito_policy_node_t *prio_steal(ito_policy_vproc_t *vp)
+{
+    struct prio *p = P(vp);
+    if (p->one_queue || vp->count < 2)
+        return NULL;   /* one queue: pick already looked at everything */
+    struct prio_queue *q = more_urgent(vp, -1);
+    return q ? pop(q) : NULL;
+}
+
+static bool prio_take(ito_policy_vproc_t *vp, ito_policy_node_t *n)
+{
+    struct prio *p = P(vp);
+    struct prio_vp *v = V(vp);
+    bool got;
+    if (p->one_queue) {
+        got = ito__prioq_claim(n);   /* without the lock: pop skips it */
+    } else {
+        if (queued_on(n) != vp->index)
+            return false;
+        struct prio_queue *q = v->queue;
+        ito__spin_lock(&q->lock);
+        /* Still here? A thief may have taken it since the look above. */
+        got = queued_on(n) == vp->index && ito__prioq_state(n) == ITO_PRIOQ_ENQUEUED &&
+              ito__prioq_remove(&q->q, n);
+        publish_top(q);
+        ito__spin_unlock(&q->lock);
+    }
+    return got;
+}
+
+const ito_policy_ops_t ito__policy_prio = {
+    .abi = ITO_POLICY_ABI,
+    .size = sizeof(ito_policy_ops_t),
+    .name = "prio",
+    .init = prio_init,
+    .vproc_init = prio_vproc_init,
+    .enqueue = prio_enqueue,
+    .pick = prio_pick,
+    .take = prio_take,
+    .steal = prio_steal,
+};
+
+const ito_policy_ops_t ito__policy_prio_shared = {
+    .abi = ITO_POLICY_ABI,
+    .size = sizeof(ito_policy_ops_t),
+    .name = "prio-shared",
+    .init = prio_shared_init,
+    .vproc_init = prio_vproc_init,
+    .enqueue = prio_enqueue,
+    .pick = prio_pick,
+    .take = prio_take,
+};

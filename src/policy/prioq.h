@@ -1,0 +1,105 @@
+/*
+ * The O(1) priority queue of seed 002 (§4.3.4, §5; Linux 2.6's runqueue).
+ *
+ * Two arrays of per-level FIFO lists, "active" and "expired", each with a
+ * bitmap of its non-empty levels. pop takes the head of the highest
+ * non-empty level of the active array: a find-last-set over at most three
+ * 64-bit words, whatever the number of queued threads. When the active array
+ * is empty the two arrays swap — one pointer exchange — so a thread that was
+ * put in the expired array (it used up its time slice) waits until every
+ * thread still in the active array has had its turn: no level starves.
+ * Higher level = more urgent.
+ *
+ * Removal of a queued node, two ways (seed 002 §6.3):
+ *   - ito__prioq_remove unlinks it at once (the lists are doubly linked), for
+ *     whoever holds the queue;
+ *   - ito__prioq_claim (a `lazy` queue only) marks it DEQUEUED with one CAS,
+ *     without the queue: pop
+ *     skips it when it reaches the head of its list, and a push of the same
+ *     node unlinks it first. A shared queue (one lock for every vproc) thus
+ *     gives up a thread to a joiner without taking its lock.
+ * Either way a node's state word says who has it: ENQUEUED (in a list, to be
+ * run), DEQUEUED (in a list, to be skipped), or OUT (in no list). pop and
+ * claim both move ENQUEUED away with a CAS, so a node is handed out once.
+ *
+ * Not synchronized otherwise: push, pop and remove need the queue's lock (or
+ * its only user). Uses n->next, n->prev, n->word[0] (state) and the low 16
+ * bits of n->word[1] (level, array); the policy may keep the rest of word[1].
+ */
+#ifndef ITO_POLICY_PRIOQ_H
+#define ITO_POLICY_PRIOQ_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <ito/policy.h>
+
+#define ITO_PRIOQ_LEVELS_MAX 140   /* Linux's 140; SSH uses 16 */
+#define ITO_PRIOQ_WORDS ((ITO_PRIOQ_LEVELS_MAX + 63) / 64)
+
+enum { ITO_PRIOQ_OUT = 0, ITO_PRIOQ_ENQUEUED = 1, ITO_PRIOQ_DEQUEUED = 2 };
+
+struct ito__prioq_list {
+    ito_policy_node_t *head, *tail;
+};
+
+struct ito__prioq_array {
+    uint64_t bits[ITO_PRIOQ_WORDS];          /* bit l: list[l] is not empty */
+    struct ito__prioq_list list[ITO_PRIOQ_LEVELS_MAX];
+};
+
+struct ito__prioq {
+    struct ito__prioq_array *active, *expired;
+    unsigned levels;
+    bool lazy;           /* ito__prioq_claim may be used (pop then CASes) */
+    size_t len;          /* nodes linked, DEQUEUED ones included */
+    uint64_t swaps;      /* times the arrays swapped */
+    struct ito__prioq_array arrays[2];
+};
+
+/* levels: 1..ITO_PRIOQ_LEVELS_MAX. `lazy`: nodes may be claimed without the
+ * queue's lock (ito__prioq_claim); pop then moves each node with a CAS. A
+ * queue only ever used under its lock pops with plain accesses. */
+void ito__prioq_init(struct ito__prioq *q, unsigned levels, bool lazy);
+
+/* Link n (OUT, or DEQUEUED in q) at `level` of the active or expired array,
+ * at the tail of its list, or at the head if `front`. */
+void ito__prioq_push(struct ito__prioq *q, ito_policy_node_t *n, unsigned level, bool expired,
+                     bool front);
+
+/* The head of the highest non-empty level of the active array — after a swap
+ * if only the expired one has any — now OUT; NULL if q holds nothing to run. */
+ito_policy_node_t *ito__prioq_pop(struct ito__prioq *q);
+
+/* Unlink n, which is linked in q; true if it was ENQUEUED (it is now OUT and
+ * the caller's), false if it had been claimed. */
+bool ito__prioq_remove(struct ito__prioq *q, ito_policy_node_t *n);
+
+/* Without q's lock: if n is ENQUEUED, make it DEQUEUED (left linked, skipped
+ * later) and return true: the caller has it. */
+bool ito__prioq_claim(ito_policy_node_t *n);
+
+/* Highest level holding a node in either array (DEQUEUED ones may count), or
+ * -1 if none. */
+int ito__prioq_top(const struct ito__prioq *q);
+
+/* n->word[1], which the policy shares: relaxed atomic accesses, since a
+ * policy may look at a node that another vproc is queueing (under another
+ * lock) to see where it is. */
+static inline uintptr_t ito__prioq_word(const ito_policy_node_t *n) { return __atomic_load_n(&n->word[1], __ATOMIC_RELAXED); }
+static inline void ito__prioq_set_word(ito_policy_node_t *n, uintptr_t w) { __atomic_store_n(&n->word[1], w, __ATOMIC_RELAXED); }
+
+/* The level and array of a linked node. */
+static inline unsigned ito__prioq_level(const ito_policy_node_t *n) { return (unsigned)(ito__prioq_word(n) & 0xff); }
+static inline bool ito__prioq_in_expired(const struct ito__prioq *q, const ito_policy_node_t *n)
+{
+    return &q->arrays[(ito__prioq_word(n) >> 8) & 1] == q->expired;
+}
+
+static inline int ito__prioq_state(const ito_policy_node_t *n)
+{
+    return (int)__atomic_load_n(&n->word[0], __ATOMIC_ACQUIRE);
+}
+
+#endif

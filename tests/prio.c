@@ -1,0 +1,230 @@
+/* The "prio" policies under the runtime (run with ITO_POLICY=prio and
+ * prio-shared):
+ *   - order: on one vproc, ready threads run most urgent first;
+ *   - a thread made ready by a less urgent one runs before its waker goes on
+ *     (the waker gives way when its ito call returns);
+ *   - a thread made ready while a less urgent one computes on another vproc
+ *     takes that vproc at once (ito_policy_preempt), well before the slice
+ *     would have ended;
+ *   - CPU shares grow with the priority, and the least urgent thread still
+ *     runs (no starvation);
+ *   - a joiner runs its not-yet-started child at once (take).
+ * Each part runs in a child process, since the number of vprocs is chosen at
+ * initialization. */
+#include "common.h"
+
+#include <ito/policy.h>
+#include <stdatomic.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------ order */
+
+static int order[ITO_PRIO_MAX + 1], norder;
+
+static void *record(void *arg)
+{
+    order[norder++] = (int)(intptr_t)arg;   /* one vproc: no race */
+    return NULL;
+}
+
+static void part_order(void)
+{
+    OK(ito_set_priority(ito_self(), ITO_PRIO_MAX));   /* spawning, main keeps the vproc */
+    ito_thread_t t[ITO_PRIO_MAX];
+    uint64_t seed = 7;
+    int prios[ITO_PRIO_MAX];
+    for (int i = 0; i < ITO_PRIO_MAX; i++)
+        prios[i] = i;
+    for (int i = ITO_PRIO_MAX - 1; i > 0; i--) {   /* shuffled */
+        int j = (int)(test_rand(&seed) % (uint64_t)(i + 1)), x = prios[i];
+        prios[i] = prios[j];
+        prios[j] = x;
+    }
+    for (int i = 0; i < ITO_PRIO_MAX; i++) {
+        ito_attr_t a;
+        OK(ito_attr_init(&a));
+        OK(ito_attr_set_priority(&a, prios[i]));
+        OK(ito_spawn(&t[i], &a, record, (void *)(intptr_t)prios[i]));
+    }
+    OK(ito_set_priority(ito_self(), 0));
+    ito_yield();   /* everyone else is more urgent now */
+    for (int i = 0; i < ITO_PRIO_MAX; i++)
+        OK(ito_join(t[i], NULL));
+    CHECK_EQ(norder, ITO_PRIO_MAX);
+    for (int i = 0; i < ITO_PRIO_MAX; i++)
+        CHECK_EQ(order[i], ITO_PRIO_MAX - 1 - i);
+}
+
+/* ------------------------------------------- the waker gives way (1 vproc) */
+
+static ito_sem_t sem;
+static atomic_int high_ran;
+
+static void *high(void *arg)
+{
+    (void)arg;
+    OK(ito_sem_wait(&sem));
+    atomic_store(&high_ran, 1);
+    return NULL;
+}
+
+static void part_waker_gives_way(void)
+{
+    OK(ito_sem_init(&sem, 0));
+    ito_attr_t a;
+    OK(ito_attr_init(&a));
+    OK(ito_attr_set_priority(&a, ITO_PRIO_MAX));
+    ito_thread_t h;
+    OK(ito_spawn(&h, &a, high, NULL));   /* more urgent than main: runs now, waits */
+    ito_stats_t s0, s1;
+    OK(ito_stats_get(&s0));
+    CHECK_EQ(atomic_load(&high_ran), 0);
+    OK(ito_sem_post(&sem));
+    /* One vproc: the woken thread has run before the post returned here. */
+    CHECK_EQ(atomic_load(&high_ran), 1);
+    OK(ito_stats_get(&s1));
+    CHECK(s1.displacements > s0.displacements);
+    OK(ito_join(h, NULL));
+    OK(ito_sem_destroy(&sem));
+}
+
+/* ------------------------------ a computing vproc gives way (2 vprocs) */
+
+static atomic_int stop_spin, spinner_vp = -1, woken_vp = -1;
+static atomic_uint_fast64_t post_ns, run_ns;
+
+static void *spinner(void *arg)
+{
+    (void)arg;
+    atomic_store(&spinner_vp, ito_vproc_self());
+    while (!atomic_load_explicit(&stop_spin, memory_order_relaxed))
+        ;   /* computes: never calls ito */
+    return NULL;
+}
+
+static void *urgent(void *arg)
+{
+    (void)arg;
+    OK(ito_sem_wait(&sem));
+    atomic_store(&run_ns, ito_now_ns());
+    atomic_store(&woken_vp, ito_vproc_self());
+    return NULL;
+}
+
+static void part_remote_gives_way(void)
+{
+    /* Main (priority 20) stays on one vproc; a priority-0 spinner computes
+     * on the other; a priority-31 thread waits. Main's post finds the
+     * spinner's vproc running the least urgent thread. */
+    OK(ito_sem_init(&sem, 0));
+    OK(ito_set_priority(ito_self(), 20));
+    ito_attr_t a;
+    OK(ito_attr_init(&a));
+    OK(ito_attr_set_priority(&a, ITO_PRIO_MAX));
+    ito_thread_t u, sp;
+    OK(ito_spawn(&u, &a, urgent, NULL));
+    ito_yield();
+    OK(ito_attr_set_priority(&a, 0));
+    OK(ito_attr_set_vproc(&a, 1 - ito_vproc_self()));
+    OK(ito_spawn(&sp, &a, spinner, NULL));
+    while (atomic_load(&spinner_vp) < 0)
+        ito_sleep_ns(100000);
+    ito_sleep_ns(2000000);   /* the spinner is well into its slice */
+    int me = ito_vproc_self();
+    CHECK(me != atomic_load(&spinner_vp));
+    ito_stats_t s0, s1;
+    OK(ito_stats_get(&s0));
+    atomic_store(&post_ns, ito_now_ns());
+    OK(ito_sem_post(&sem));
+    /* Main keeps computing here: the urgent thread must take the other vproc. */
+    while (atomic_load(&woken_vp) < 0)
+        ;
+    CHECK_EQ(atomic_load(&woken_vp), atomic_load(&spinner_vp));
+    OK(ito_stats_get(&s1));
+    CHECK(s1.displacements > s0.displacements);
+    printf("prio: woken on the spinner's vproc after %.1f us (slice: 10 ms)\n",
+           (double)(atomic_load(&run_ns) - atomic_load(&post_ns)) / 1e3);
+    atomic_store(&stop_spin, 1);
+    OK(ito_join(u, NULL));
+    OK(ito_join(sp, NULL));
+    OK(ito_sem_destroy(&sem));
+}
+
+/* ------------------------------------------------- CPU shares (1 vproc) */
+
+enum { NSHARE = 3 };
+static const int share_prio[NSHARE] = { 0, 15, 31 };
+static atomic_uint_fast64_t work[NSHARE];
+static atomic_int share_stop;
+
+static void *busy(void *arg)
+{
+    int i = (int)(intptr_t)arg;
+    while (!atomic_load_explicit(&share_stop, memory_order_relaxed)) {
+        for (volatile int k = 0; k < 1000; k++)
+            ;
+        atomic_fetch_add_explicit(&work[i], 1, memory_order_relaxed);
+    }
+    return NULL;
+}
+
+static void part_shares(void)
+{
+    OK(ito_set_priority(ito_self(), ITO_PRIO_MAX));   /* main sleeps, then stops them */
+    ito_thread_t t[NSHARE];
+    for (int i = 0; i < NSHARE; i++) {
+        ito_attr_t a;
+        OK(ito_attr_init(&a));
+        OK(ito_attr_set_priority(&a, share_prio[i]));
+        OK(ito_spawn(&t[i], &a, busy, (void *)(intptr_t)i));
+    }
+    ito_sleep_ns(test_scaled(1500) * 1000000ull);
+    atomic_store(&share_stop, 1);
+    for (int i = 0; i < NSHARE; i++)
+        OK(ito_join(t[i], NULL));
+    uint64_t w[NSHARE];
+    for (int i = 0; i < NSHARE; i++)
+        w[i] = atomic_load(&work[i]);
+    printf("prio: shares at priorities 0/15/31: %llu / %llu / %llu (quanta 1 / 16 / 32 slices)\n",
+           (unsigned long long)w[0], (unsigned long long)w[1], (unsigned long long)w[2]);
+    CHECK(w[0] > 0);           /* the least urgent is not starved */
+    CHECK(w[1] > 2 * w[0]);    /* and the share follows the priority */
+    CHECK(w[2] > w[1]);
+}
+
+/* --------------------------------------------------------------- run */
+
+static void run(const char *name, void (*part)(void), int vprocs, int slice_us)
+{
+    fflush(stdout);
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        if (slice_us)
+            setenv("ITO_TIMESLICE_US", slice_us == 1000 ? "1000" : "10000", 1);
+        ito_config_t c = ITO_CONFIG_INIT;
+        c.vprocs = vprocs;
+        OK(ito_init(&c));
+        part();
+        fflush(stdout);
+        _exit(0);
+    }
+    int st;
+    CHECK(waitpid(pid, &st, 0) == pid);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+        fprintf(stderr, "prio: part \"%s\" failed\n", name);
+        abort();
+    }
+}
+
+int main(void)
+{
+    const char *p = getenv("ITO_POLICY");
+    CHECK(p && (!strcmp(p, "prio") || !strcmp(p, "prio-shared")));
+    run("order", part_order, 1, 0);
+    run("waker gives way", part_waker_gives_way, 1, 0);
+    run("remote gives way", part_remote_gives_way, 2, 0);
+    run("shares", part_shares, 1, 1000);
+    return 0;
+}
