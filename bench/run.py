@@ -31,7 +31,7 @@ import sys
 import time
 
 EXPERIMENTS = ["nullfork", "forkmany", "fork1000", "yield", "signalwait", "kpingpong", "handoff", "nbody", "fig3",
-               "table5", "realloc", "procprio", "matmul", "memory", "echo"]
+               "table5", "realloc", "procprio", "matmul", "memory", "echo", "sumthreads", "decision", "priorities"]
 
 TITLES = {
     "nullfork": "Null fork: create + join of an empty thread",
@@ -49,6 +49,9 @@ TITLES = {
     "matmul": "Matrix multiply",
     "memory": "Memory: resident memory per blocked thread",
     "echo": "Echo server: one thread per connection, closed-loop load",
+    "sumthreads": "Spawn T threads that each sum n integers, collect the sums (per policy)",
+    "decision": "Cost of one scheduling decision vs the number of ready threads (1 vproc)",
+    "priorities": "Priorities: CPU shares, and waking an urgent thread while every vproc computes",
 }
 
 SOURCES = {
@@ -67,7 +70,12 @@ SOURCES = {
     "matmul": "seed 001 Figs. 4 and 5 (matrix multiply)",
     "memory": "the issue's 1,000,000-thread target",
     "echo": "the issue's server target (thread per connection, 10,000 connections)",
+    "sumthreads": "seed 002 section 7 (T threads summing n integers)",
+    "decision": "seed 002 sections 5-6 (O(1) decisions)",
+    "priorities": "seed 002 section 4.3.3, seed 000 section 1.2 (shares; urgent wake-ups)",
 }
+
+POLICIES = ["prio", "prio-shared", "ws", "fifo"]
 
 
 # --------------------------------------------------------------------------
@@ -689,6 +697,53 @@ def build_configs(exp, ncpu, full, reps_override, extra):
                              "seconds", "ns", reps, scale=1e9, x=t, group="fig5", timeout=600,
                              pair="matmul/fig5/pthread/%d" % t))
             t *= 2
+    elif exp == "sumthreads":
+        # (a) n = 1000, T varies; (b) T = 25, n varies. Every policy beside POSIX threads.
+        ts = [10, 100, 1000, 10000, 100000] if full else [10, 1000, 100000]
+        ns = [100, 1000, 10000, 100000] if full else [100, 10000, 100000]
+        points = [("a", t, 1000) for t in ts] + [("b", 25, n) for n in ns]
+        for part, t, n in points:
+            pk = "sumthreads/pthread/%s/%d/%d" % (part, t, n)
+            common = ["--threads", t, "--n", n, "--cpus", ncpu]
+            x = t if part == "a" else n
+            cs.append(Config(exp, pk, "pthread", "T=%s n=%s" % (format(t, ","), format(n, ",")), "sumthreads",
+                             ["--impl", "pthread"] + common, ncpu, "seconds", "ns", R(3, 5), scale=1e9,
+                             x=x, group=part, timeout=300))
+            for pol in POLICIES:
+                cs.append(Config(exp, "sumthreads/%s/%s/%d/%d" % (pol, part, t, n), "ito",
+                                 "T=%s n=%s, %s" % (format(t, ","), format(n, ","), pol), "sumthreads",
+                                 ["--impl", "ito"] + common, ncpu, "seconds", "ns", R(3, 5), scale=1e9, x=x,
+                                 group=part, timeout=300, pair=pk,
+                                 env={"ITO_POLICY": pol, "ITO_STATS_CYCLES": "1"}))
+    elif exp == "decision":
+        for r in ([10, 100, 1000, 10000, 100000] if full else [10, 1000, 100000]):
+            for pol in POLICIES:
+                cs.append(Config(exp, "decision/%s/%d" % (pol, r), "ito",
+                                 "%s ready threads, %s" % (format(r, ","), pol), "prio",
+                                 ["--mode", "decide", "--impl", "ito", "--ready", r, "--ms", 300], 1,
+                                 "cycles_per_decision", "cycles", R(3, 5), x=r, group=pol, timeout=300,
+                                 env={"ITO_POLICY": pol, "ITO_STATS_CYCLES": "1"}))
+    elif exp == "priorities":
+        ms = 3000 if full else 1000
+        cs.append(Config(exp, "priorities/share/pthread", "pthread", "4 busy threads on 1 CPU, nice 19/13/6/0",
+                         "prio", ["--mode", "share", "--impl", "pthread", "--ms", ms], 1, "top_over_bottom", "x",
+                         R(3, 5), group="share"))
+        for pol in ("prio", "prio-shared"):
+            cs.append(Config(exp, "priorities/share/%s" % pol, "ito",
+                             "4 busy threads on 1 vproc, priorities 0/10/20/31, %s" % pol, "prio",
+                             ["--mode", "share", "--impl", "ito", "--ms", ms], 1, "top_over_bottom", "x",
+                             R(3, 5), group="share", env={"ITO_POLICY": pol, "ITO_TIMESLICE_US": "1000"}))
+        samples = 1000 if full else 300
+        pk = "priorities/wake/pthread"
+        cs.append(Config(exp, pk, "pthread", "nice 0 woken, nice 19 spinning on every CPU", "prio",
+                         ["--mode", "wake", "--impl", "pthread", "--samples", samples, "--cpus", ncpu], ncpu,
+                         "p50_us", "us", R(3, 5), group="wake", timeout=120))
+        for pol in ("prio", "prio-shared", "ws"):
+            cs.append(Config(exp, "priorities/wake/%s" % pol, "ito",
+                             "priority 31 woken, priority 0 computing on every vproc, %s" % pol, "prio",
+                             ["--mode", "wake", "--impl", "ito", "--samples", samples, "--cpus", ncpu], ncpu,
+                             "p50_us", "us", R(3, 5), group="wake", timeout=120, pair=pk,
+                             env={"ITO_POLICY": pol}))
     elif exp == "memory":
         count = extra.get("memory_count", 1000000)
         cs.append(Config(exp, "memory/pthread", "pthread", "up to 10,000 threads", "memory",
@@ -745,6 +800,14 @@ TARGETS = [
      "Table 5, coarse grain, blocking barriers: sum of the two programs' speedups >= 0.9 x CPUs (sum / CPUs)", "-"),
     ("table5_vs_noalloc_coarse", "table5", None, ">=", 1.5, "x",
      "Table 5, coarse grain, spinning barriers: ito's sum of speedups >= 1.5x ITO_ALLOCATOR=0's", "-"),
+    # scheduling policies (the issue "Scheduling policies")
+    ("decision_flat", "decision", None, "<=", 1.2, "x",
+     "prio: cost of one decision with 100,000 ready threads <= 1.2x its cost with 10", "-"),
+    ("sum_vs_pthread", "sumthreads", None, ">=", 20, "x",
+     "seed 002 experiment, n = 1,000: prio faster than POSIX threads by >= 20x at every T "
+     "(the smallest pthread/ito)", "-"),
+    ("wake_p50", "priorities", "priorities/wake/prio", "<=", 50, "us",
+     "prio: an urgent thread woken while every vproc computes runs within 50 us (median)", "-"),
     # unequal priorities: the high program's time beside the low one / alone
     ("procprio_all", "procprio", "procprio/ito/all", "<=", 1.05, "x",
      "Unequal priorities: a high-priority program wanting every CPU loses <= 5 % to a low-priority one "
@@ -893,6 +956,21 @@ def evaluate_targets(by_key, ran):
             failed = bool(cfg and cfg.failures())
             if cfg is None:
                 t["note"] = "needs 2 CPUs"
+        elif tid == "decision_flat":
+            a, b = by_key.get("decision/prio/10"), by_key.get("decision/prio/100000")
+            v = b.median() / a.median() if a and b and a.median() and b.median() else None
+            keys = ["decision/prio/10", "decision/prio/100000"]
+            failed = bool(a and a.failures() or b and b.failures())
+        elif tid == "sum_vs_pthread":
+            keys = [c.key for c in by_key.values() if c.exp == "sumthreads" and c.group == "a" and
+                    c.key.startswith("sumthreads/prio/")]
+            ratios = []
+            for k in keys:
+                c, pc = by_key[k], by_key.get(by_key[k].pair)
+                if c.median() and pc and pc.median():
+                    ratios.append(pc.median() / c.median())
+            v = min(ratios) if ratios else None
+            failed = any(by_key[k].failures() for k in keys)
         elif tid == "matmul4096":
             a, b = by_key.get("matmul/fig5/ito/4"), by_key.get("matmul/fig5/ito/4096")
             v = None
@@ -1622,6 +1700,44 @@ def plots(report, by_key, cfgs_by_exp, ncpu, cpu_model):
                      fontsize=9)
         ax.legend()
         save(fig, "memory.png")
+    # scheduling policies: decision cost vs ready threads; seed 002 section 7
+    dec = [c for c in cfgs_by_exp.get("decision", []) if c.median()]
+    if dec:
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        for pol in POLICIES:
+            cs = sorted((c for c in dec if c.group == pol), key=lambda c: c.x)
+            if cs:
+                ax.errorbar([c.x for c in cs], [err(c)[0] for c in cs],
+                            yerr=[[err(c)[1] for c in cs], [err(c)[2] for c in cs]], marker="o", capsize=3,
+                            label=pol)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("ready threads")
+        ax.set_ylabel("cycles per decision (the policy's pick)")
+        ax.set_title("Cost of one scheduling decision, 1 vproc\n" + machine)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend()
+        save(fig, "decision.png")
+    for part, xlabel in (("a", "threads T (n = 1,000)"), ("b", "integers summed per thread n (T = 25)")):
+        cs_all = [c for c in cfgs_by_exp.get("sumthreads", []) if c.group == part and c.median()]
+        if not cs_all:
+            continue
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        for name in ["pthread"] + POLICIES:
+            cs = sorted((c for c in cs_all if (c.impl == "pthread" if name == "pthread" else
+                                                c.env.get("ITO_POLICY") == name)), key=lambda c: c.x)
+            if cs:
+                ax.errorbar([c.x for c in cs], [err(c, 1e-6)[0] for c in cs],
+                            yerr=[[err(c, 1e-6)[1] for c in cs], [err(c, 1e-6)[2] for c in cs]], marker="o",
+                            capsize=3, label="POSIX threads" if name == "pthread" else "ito " + name)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("total time (ms)")
+        ax.set_title("Seed 002 section 7: spawn, sum, collect\n" + machine)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend()
+        save(fig, "sumthreads_%s.png" % part)
     return made, None
 
 
