@@ -1,7 +1,8 @@
 /* ito_policy_register validation, each case in a fresh process: NULL,
  * another ABI (ENOTSUP), sizes too small, missing enqueue or pick, bad names
  * (empty, upper case, spaces, other characters, too long), names taken
- * (EEXIST) including the built-in "ws" and "fifo" before initialization, and
+ * (EEXIST) including the built-in "ws", "fifo", "prio" and "prio-shared"
+ * before initialization, and
  * ITO_POLICIES_MAX (ENOSPC, the built-ins counting). The runtime still
  * initializes after every rejection. (A working custom policy:
  * policy_custom.c.) */
@@ -94,6 +95,10 @@ static void case_builtin_names_before_init(void)
     CHECK_EQ(ito_policy_register(&o), EEXIST);
     o.name = "fifo";
     CHECK_EQ(ito_policy_register(&o), EEXIST);
+    o.name = "prio";
+    CHECK_EQ(ito_policy_register(&o), EEXIST);
+    o.name = "prio-shared";
+    CHECK_EQ(ito_policy_register(&o), EEXIST);
     OK(ito_init(NULL));
     CHECK(strcmp(ito_policy_name(), "ws") == 0);
 }
@@ -106,11 +111,15 @@ static void case_builtin_names_after_init(void)
     CHECK_EQ(ito_policy_register(&o), EEXIST);
     o.name = "fifo";
     CHECK_EQ(ito_policy_register(&o), EEXIST);
+    o.name = "prio";
+    CHECK_EQ(ito_policy_register(&o), EEXIST);
+    o.name = "prio-shared";
+    CHECK_EQ(ito_policy_register(&o), EEXIST);
 }
 
 /* Registers uniquely named copies of lifo_ops until the registry refuses
- * one, and checks it refused with ENOSPC after exactly ITO_POLICIES_MAX - 2:
- * the two built-ins take their slots whether or not ito is initialized. */
+ * one, and checks it refused with ENOSPC after exactly ITO_POLICIES_MAX - 4:
+ * the four built-ins take their slots whether or not ito is initialized. */
 static void fill_registry(void)
 {
     static ito_policy_ops_t filler[ITO_POLICIES_MAX + 1];
@@ -126,7 +135,7 @@ static void fill_registry(void)
         n++;
     }
     CHECK_EQ(e, ENOSPC);
-    CHECK_EQ(n, ITO_POLICIES_MAX - 2);
+    CHECK_EQ(n, ITO_POLICIES_MAX - 4);
 }
 
 /* ITO_POLICIES_MAX counts the two built-ins; registering after
