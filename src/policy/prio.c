@@ -234,7 +234,9 @@ static void prio_enqueue(ito_policy_vproc_t *vp, ito_policy_node_t *n, ito_ready
         break;
     case ITO_READY_PREEMPT: {   /* a slice used up */
         unsigned left = quantum_left(n);
-        if (left <= 1 || left > PRIO_QUANTUM_MAX) {
+        if (left == 0 || left > PRIO_QUANTUM_MAX)
+            left = quantum(p, level);   /* never queued before: the adopted main thread */
+        if (left <= 1) {
             set_quantum_left(n, quantum(p, level));   /* a new quantum, for the next epoch */
             expired = true;
         } else {
