@@ -1034,8 +1034,8 @@ def target_str(t):
         return RELATIVE[t["id"]][1]
     if t["unit"] == "ns":
         s = "%s %s" % (t["op"], fmt_ns(thr))
-    elif t["unit"] == "KiB":
-        s = "%s %g KiB" % (t["op"], thr)
+    elif t["unit"] in ("KiB", "us"):
+        s = "%s %g %s" % (t["op"], thr, t["unit"])
     else:
         s = "%s %gx" % (t["op"], thr)
     return s
