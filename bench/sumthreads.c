@@ -10,7 +10,7 @@
  * `decisions` counts its scheduling decisions and, with ITO_STATS_CYCLES=1,
  * `cycles_per_decision` is the mean time stamp counter cycles of one pick.
  * POSIX threads get 64 KiB stacks (T up to 100,000 at once); on EAGAIN main
- * joins the oldest outstanding threads before creating more (`limited`).
+ * joins the oldest outstanding threads before creating more (`joined_early`).
  */
 #include "common.h"
 
@@ -98,7 +98,7 @@ int main(int argc, char **argv)
             json_num("cycles_per_decision", (double)(s1.decision_cycles - s0.decision_cycles) / (double)d);
     } else {
         json_common_pthread(cpus);
-        json_int("limited", limited);
+        json_int("joined_early", limited);
     }
     json_int("threads", t);
     json_int("n", n);
