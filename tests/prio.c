@@ -201,8 +201,11 @@ static void run(const char *name, void (*part)(void), int vprocs, int slice_us)
     pid_t pid = fork();
     CHECK(pid >= 0);
     if (pid == 0) {
-        if (slice_us)
-            setenv("ITO_TIMESLICE_US", slice_us == 1000 ? "1000" : "10000", 1);
+        if (slice_us) {
+            char s[16];
+            snprintf(s, sizeof s, "%d", slice_us);
+            setenv("ITO_TIMESLICE_US", s, 1);
+        }
         ito_config_t c = ITO_CONFIG_INIT;
         c.vprocs = vprocs;
         OK(ito_init(&c));

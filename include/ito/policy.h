@@ -123,7 +123,7 @@ ITO_API unsigned ito_policy_idle_vprocs(void);
 ITO_API void ito_policy_share(void);
 
 /* Ask vproc `vproc` to give way: the thread it runs now is switched out at
- * its next safe point — within microseconds, by the time-slice signal — and
+ * its next safe point — sent the time-slice signal at once — and
  * enqueued with ITO_READY_DISPLACED; the vproc then picks again. Meant for a
  * policy that has just given that vproc a thread more urgent than the one it
  * runs (seed 000 §1.2: a ready thread should not wait while a less urgent

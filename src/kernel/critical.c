@@ -60,7 +60,8 @@ void ito__critical_recover(void)
     if (!pending || !a->vp || ito__thread_state(t) != ITO_TS_RUNNING)
         return;   /* a steal called off, or it is switching out anyway */
     ito__critical_enter();
-    ITO_STAT_INC(a->vp, recoveries);
+    if (!atomic_load_explicit(&a->vp->displace, memory_order_relaxed))
+        ITO_STAT_INC(a->vp, recoveries);   /* a slice, not a policy's request (ito_policy_preempt) */
     ito__critical_exit();
     ito__preempt_switch(t);
 }

@@ -113,6 +113,14 @@ static unsigned quantum(const struct prio *p, unsigned level)
     return p->levels > 1 ? 1 + level * (PRIO_QUANTUM_MAX - 1) / (p->levels - 1) : 1;
 }
 
+/* What is left of n's quantum; a whole one if it never had one (a thread
+ * never queued before: the adopted main thread). */
+static unsigned quantum_now(const struct prio *p, const ito_policy_node_t *n, unsigned level)
+{
+    unsigned left = quantum_left(n);
+    return left == 0 || left > PRIO_QUANTUM_MAX ? quantum(p, level) : left;
+}
+
 /* ------------------------------------------------------------------ init */
 
 static int prio_init_common(int nvprocs, void **shared, bool one_queue)
@@ -227,51 +235,40 @@ static void prio_enqueue(ito_policy_vproc_t *vp, ito_policy_node_t *n, ito_ready
 {
     struct prio *p = P(vp);
     unsigned level = level_of(p, n);
+    unsigned left = why == ITO_READY_SPAWN ? quantum(p, level) : quantum_now(p, n, level);
     bool expired = false, front = false;
     switch (why) {
-    case ITO_READY_SPAWN:
-        set_quantum_left(n, quantum(p, level));
+    case ITO_READY_PREEMPT:     /* a slice used up; its quantum too: a new one, next epoch */
+        expired = left <= 1;
+        left = expired ? quantum(p, level) : left - 1;
         break;
-    case ITO_READY_PREEMPT: {   /* a slice used up */
-        unsigned left = quantum_left(n);
-        if (left == 0 || left > PRIO_QUANTUM_MAX)
-            left = quantum(p, level);   /* never queued before: the adopted main thread */
-        if (left <= 1) {
-            set_quantum_left(n, quantum(p, level));   /* a new quantum, for the next epoch */
-            expired = true;
-        } else {
-            set_quantum_left(n, left - 1);
-        }
-        break;
-    }
     case ITO_READY_DISPLACED:   /* it was running: it keeps its place */
         front = true;
         break;
     case ITO_READY_YIELD:       /* after every other ready thread, less urgent ones too */
         expired = true;
-        if (quantum_left(n) == 0 || quantum_left(n) > PRIO_QUANTUM_MAX)
-            set_quantum_left(n, quantum(p, level));
         break;
-    default:                    /* WAKE, RESUME: back of its level */
-        if (quantum_left(n) == 0 || quantum_left(n) > PRIO_QUANTUM_MAX)
-            set_quantum_left(n, quantum(p, level));
+    default:                    /* SPAWN, WAKE, RESUME: back of its level */
         break;
     }
-    int target = vp->index;
-    if (!expired && why != ITO_READY_PREEMPT && why != ITO_READY_DISPLACED && why != ITO_READY_YIELD) {
-        /* Made ready: is a less urgent thread running somewhere? */
-        int low;
-        int i = lowest_below(vp, level, &low);
+    set_quantum_left(n, left);
+    int target = vp->index, victim = -1;
+    if (why == ITO_READY_SPAWN || why == ITO_READY_WAKE || why == ITO_READY_RESUME) {
+        /* Made ready: is a less urgent thread running somewhere? (None
+         * lower than an idle vproc's -1: an idle vproc will steal it, the
+         * core wakes one.) */
+        int low, i = lowest_below(vp, level, &low);
         if (i >= 0 && low >= 0) {
-            /* Claim the victim for this thread (another wake-up will look
-             * elsewhere), then give it the thread and ask it to give way. */
+            /* Claim it for this thread: another wake-up looks elsewhere. */
             atomic_store_explicit(&V(vp->all[i])->promised, (int)level, memory_order_relaxed);
-            target = i;
-            ito_policy_preempt(i);
+            target = victim = i;
         }
-        /* i with low < 0: an idle vproc will steal it (the core wakes one). */
     }
     put(V(vp->all[target])->queue, target, n, level, expired, front);
+    /* Only now: a vproc that gave way before the thread was in its queue
+     * would pick the one it displaced again. */
+    if (victim >= 0)
+        ito_policy_preempt(victim);
 }
 
 /* Another vproc's queue with a higher top than `mine`, or NULL. */

@@ -106,14 +106,8 @@ ito_policy_node_t *ito__prioq_pop(struct ito__prioq *q)
             __atomic_store_n(&n->word[0], ITO_PRIOQ_OUT, __ATOMIC_RELAXED);
         }
         unlink_node(q, n);
-        if (mine) {
-            /* The next pop starts with the new head: with many threads its
-             * line is cold, and fetching it now, while the thread just popped
-             * runs, keeps the decision's cost from growing with their number. */
-            if (q->active->list[l].head)
-                __builtin_prefetch(q->active->list[l].head, 1);
+        if (mine)
             return n;
-        }
         /* Claimed while queued: now unlinked, so OUT. The claimer may be
          * about to push it again; that push finds it OUT. */
         __atomic_store_n(&n->word[0], ITO_PRIOQ_OUT, __ATOMIC_RELEASE);
@@ -132,8 +126,7 @@ bool ito__prioq_remove(struct ito__prioq *q, ito_policy_node_t *n)
 
 bool ito__prioq_claim(ito_policy_node_t *n)
 {
-    /* Only for a queue made `lazy` (checked by the caller: the queue is not
-     * at hand here). */
+    /* Only for a queue made `lazy`: the caller knows which queue n is in. */
     uintptr_t s = ITO_PRIOQ_ENQUEUED;
     /* Acquire pairs with push's release store of ENQUEUED. */
     return __atomic_compare_exchange_n(&n->word[0], &s, ITO_PRIOQ_DEQUEUED, false, __ATOMIC_ACQ_REL,
