@@ -153,6 +153,7 @@ typedef struct ito_attr {
     int priority_;
     int vproc_;
     char name_[ITO_NAME_MAX];
+    void *group_;
 } ito_attr_t;
 
 /* Set defaults: runtime's stack size, ITO_PRIO_DEFAULT, joinable, no name,
@@ -180,6 +181,11 @@ ITO_API int ito_attr_get_name(const ito_attr_t *attr, char *buf, size_t len);
  * < -1; at spawn, EINVAL if >= ito_vproc_count(). */
 ITO_API int ito_attr_set_vproc(ito_attr_t *attr, int vproc);
 ITO_API int ito_attr_get_vproc(const ito_attr_t *attr, int *vproc);
+/* Group the thread starts in (ito_group_create), or NULL for none. EINVAL if
+ * g is neither NULL nor a live group; at spawn, EINVAL if g was destroyed. */
+struct ito_group;
+ITO_API int ito_attr_set_group(ito_attr_t *attr, struct ito_group *g);
+ITO_API int ito_attr_get_group(const ito_attr_t *attr, struct ito_group **g);
 
 /*
  * Create a thread running fn(arg). attr may be NULL. The new thread owns no
@@ -353,6 +359,52 @@ typedef struct ito_once { uintptr_t opaque_[4]; } ito_once_t;
  * MAY SWITCH. EINVAL for NULL arguments; EDEADLK if fn calls ito_once on the
  * same object. */
 ITO_API int ito_once(ito_once_t *once, void (*fn)(void));
+
+/* ------------------------------------------------------------------------ */
+/* Thread groups (seed 004)                                                   */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Threads that share data belong together: the "affinity" policy runs all the
+ * threads of a group on one vproc, so their shared data lives in one cache
+ * and its lines are not bounced between cores (docs/guide.md). Other
+ * policies keep the membership but ignore it.
+ *
+ * Under "affinity" the threads of a group never run at the same time: a
+ * group's threads are only run by the one vproc that holds the group, and
+ * the group moves to another vproc only while none of them runs (and never
+ * with ITO_GROUP_PINNED). Data that only a group's threads touch therefore
+ * needs no atomic operations or fences between them; a read-modify-write
+ * that must not be interleaved still needs a lock if the time slice may end
+ * inside it (ITO_TIMESLICE_US), or a thread may switch inside it. A thread
+ * joining a group (ito_group_add of another thread) is held to this from the
+ * next time it is scheduled; a thread adding itself continues on the group's
+ * vproc when the call returns. One exception: a thread that blocks in the
+ * kernel without ito_blocking_begin (an unbracketed system call, a page
+ * fault on a slow file mapping) has its vproc handed on meanwhile, and when
+ * the call returns it runs on, alone, until its next ito call — alongside
+ * the thread that got the vproc. Memory passed to a system call is written
+ * by the kernel while other members run.
+ *
+ * A thread leaves its group when it exits. The storage belongs to the
+ * caller and must stay valid until ito_group_destroy.
+ */
+typedef struct ito_group { uintptr_t opaque_[8]; } ito_group_t;
+
+#define ITO_GROUP_PINNED 1u   /* never moves to another vproc (no load balancing) */
+
+/* EINVAL if g is NULL or flags holds an unknown bit. */
+ITO_API int ito_group_create(ito_group_t *g, unsigned flags);
+/* EBUSY while a live thread belongs to it; EINVAL if g is not a live group. */
+ITO_API int ito_group_destroy(ito_group_t *g);
+/* Thread t joins g, leaving any group it was in. MAY SWITCH (when t is the
+ * caller: it moves to g's vproc). EINVAL: g not a live group; ESRCH: t is
+ * stale or has exited. */
+ITO_API int ito_group_add(ito_group_t *g, ito_thread_t t);
+/* Thread t leaves its group. EINVAL if it is in none; ESRCH as above. */
+ITO_API int ito_group_remove(ito_thread_t t);
+/* *g receives t's group, or NULL. EINVAL if g is NULL; ESRCH as above. */
+ITO_API int ito_group_get(ito_thread_t t, ito_group_t **g);
 
 /* Sleep for at least ns nanoseconds. MAY SWITCH (nanosleep for a foreign
  * kernel thread). Returns 0. */

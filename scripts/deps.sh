@@ -6,7 +6,7 @@
 set -eu
 what=${1:-build}
 
-pkgs="cmake ninja-build gcc make pkg-config liburing-dev"
+pkgs="cmake ninja-build gcc make pkg-config liburing-dev libhwloc-dev"
 case "$what" in
   test) pkgs="$pkgs valgrind gdb" ;;
   run)  pkgs="$pkgs python3 python3-matplotlib" ;;

@@ -1,7 +1,7 @@
 /* ito_policy_register validation, each case in a fresh process: NULL,
  * another ABI (ENOTSUP), sizes too small, missing enqueue or pick, bad names
  * (empty, upper case, spaces, other characters, too long), names taken
- * (EEXIST) including the built-in "ws", "fifo", "prio" and "prio-shared"
+ * (EEXIST) including the built-in "ws", "fifo", "prio", "prio-shared" and "affinity"
  * before initialization, and
  * ITO_POLICIES_MAX (ENOSPC, the built-ins counting). The runtime still
  * initializes after every rejection. (A working custom policy:
@@ -99,6 +99,8 @@ static void case_builtin_names_before_init(void)
     CHECK_EQ(ito_policy_register(&o), EEXIST);
     o.name = "prio-shared";
     CHECK_EQ(ito_policy_register(&o), EEXIST);
+    o.name = "affinity";
+    CHECK_EQ(ito_policy_register(&o), EEXIST);
     OK(ito_init(NULL));
     CHECK(strcmp(ito_policy_name(), "ws") == 0);
 }
@@ -115,11 +117,13 @@ static void case_builtin_names_after_init(void)
     CHECK_EQ(ito_policy_register(&o), EEXIST);
     o.name = "prio-shared";
     CHECK_EQ(ito_policy_register(&o), EEXIST);
+    o.name = "affinity";
+    CHECK_EQ(ito_policy_register(&o), EEXIST);
 }
 
 /* Registers uniquely named copies of lifo_ops until the registry refuses
- * one, and checks it refused with ENOSPC after exactly ITO_POLICIES_MAX - 4:
- * the four built-ins take their slots whether or not ito is initialized. */
+ * one, and checks it refused with ENOSPC after exactly ITO_POLICIES_MAX - 5:
+ * the five built-ins take their slots whether or not ito is initialized. */
 static void fill_registry(void)
 {
     static ito_policy_ops_t filler[ITO_POLICIES_MAX + 1];
@@ -135,10 +139,10 @@ static void fill_registry(void)
         n++;
     }
     CHECK_EQ(e, ENOSPC);
-    CHECK_EQ(n, ITO_POLICIES_MAX - 4);
+    CHECK_EQ(n, ITO_POLICIES_MAX - 5);
 }
 
-/* ITO_POLICIES_MAX counts the two built-ins; registering after
+/* ITO_POLICIES_MAX counts the built-ins; registering after
  * initialization is allowed. */
 static void case_capacity_after_init(void)
 {
@@ -148,7 +152,7 @@ static void case_capacity_after_init(void)
 }
 
 /* Before initialization, the built-ins count as well: the registry has room
- * for ITO_POLICIES_MAX - 2 more, and ito still initializes afterwards. */
+ * for ITO_POLICIES_MAX - 5 more, and ito still initializes afterwards. */
 static void case_capacity_before_init(void)
 {
     fill_registry();

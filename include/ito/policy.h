@@ -5,8 +5,9 @@
  * that became ready waits (enqueue), which ready thread a vproc runs next
  * (pick), and which thread an idle vproc takes from another (steal). The
  * built-in policies "ws" (work stealing, the default), "fifo" (one shared
- * FIFO queue), "prio" (O(1) priorities per vproc) and "prio-shared" (one
- * O(1) priority queue for all vprocs) are written against this same table. Register a policy before
+ * FIFO queue), "prio" (O(1) priorities per vproc), "prio-shared" (one
+ * O(1) priority queue for all vprocs) and "affinity" (cache affinity and
+ * thread groups) are written against this same table. Register a policy before
  * ito initializes, then select it by name with ITO_POLICY or ito_config_t.
  *
  * What the core guarantees to a policy
@@ -44,6 +45,12 @@ typedef struct ito_policy_node {
     struct ito_policy_node *prev;   /* free for the policy's lists */
     uintptr_t word[2];              /* free for the policy */
 } ito_policy_node_t;
+
+/* The part of a thread group (ito_group_create) that belongs to the policy:
+ * zero when the group is created; the policy synchronizes its own accesses. */
+typedef struct ito_policy_group {
+    uintptr_t word[4];
+} ito_policy_group_t;
 
 /* Why a thread became ready. */
 typedef enum ito_ready_reason {
@@ -94,7 +101,7 @@ typedef struct ito_policy_ops {
  * Register a policy (the table must outlive the process). Returns 0; EINVAL
  * for a NULL table, a bad name, a size too small or a missing required op;
  * ENOTSUP for another ABI version; EEXIST if the name is taken (the built-in
- * "ws", "fifo", "prio" and "prio-shared" are always taken); ENOSPC beyond ITO_POLICIES_MAX, which
+ * "ws", "fifo", "prio", "prio-shared" and "affinity" are always taken); ENOSPC beyond ITO_POLICIES_MAX, which
  * counts the built-in policies. May be called before or after ito_init (a
  * policy is chosen only at initialization).
  */
@@ -111,6 +118,30 @@ ITO_API int ito_policy_node_vproc_hint(const ito_policy_node_t *n);
 /* vproc the thread last ran on, or -1 if it never ran. */
 ITO_API int ito_policy_node_last_vproc(const ito_policy_node_t *n);
 ITO_API ito_thread_t ito_policy_node_thread(const ito_policy_node_t *n);
+/* The group of n's thread, or NULL. A snapshot (ito_group_add may change it
+ * meanwhile); the group stays valid while the thread belongs to it. */
+ITO_API ito_policy_group_t *ito_policy_node_group(const ito_policy_node_t *n);
+/* ITO_GROUP_* flags the group was created with. */
+ITO_API unsigned ito_policy_group_flags(const ito_policy_group_t *g);
+
+/* Whether vproc `vproc` has a processor now (false while the allocator has
+ * taken it away, and out of range). A snapshot. */
+ITO_API bool ito_policy_vproc_active(int vproc);
+/* The CPU vproc `vproc` is pinned to, or -1 (unpinned, out of range). */
+ITO_API int ito_policy_vproc_cpu(int vproc);
+/* How near two CPUs are: the level of the smallest cache they share (1 for
+ * L1, as hardware threads of one core; 2; 3...), 0 if they share none or
+ * the topology is unknown. From hwloc, read once. */
+ITO_API int ito_policy_cpu_shared_cache(int cpu_a, int cpu_b);
+
+/* A policy that placed a thread in the structure of another vproc (not
+ * the caller's) calls this afterwards, so that vproc looks at it: it is
+ * woken if it sleeps. Returns false if the vproc has no processor (the
+ * allocator took it away; it gave away what was queued on it when it did):
+ * the policy must then take back what it placed there, if still there, and
+ * queue it elsewhere. The placement must be visible to the vproc's pick
+ * (a lock both take, or a release store its pick reads with acquire). */
+ITO_API bool ito_policy_wake(int vproc);
 
 /* Number of vprocs that are idle right now (looking for work or asleep). A
  * policy that keeps threads where others cannot steal them should share them

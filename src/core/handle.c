@@ -130,6 +130,7 @@ void ito__thread_free(struct ito__vproc *vp, struct ito__thread *t)
     atomic_store_explicit(&t->susp_req, 0, memory_order_relaxed);
     atomic_store_explicit(&t->joiner, NULL, memory_order_relaxed);
     t->data = NULL;
+    __atomic_store_n(&t->group, NULL, __ATOMIC_RELAXED);
     t->name[0] = 0;
     t->asan_fake_stack = NULL;
     t->tsan_fiber = NULL;

@@ -130,6 +130,22 @@ void ito__vproc_kick(struct ito__vproc *vp)
         ito__revoke_rescue(vp);
 }
 
+ITO_API bool ito_policy_wake(int vproc)
+{
+    if (vproc < 0 || !ito__initialized() || vproc >= ito__rt.nvprocs)
+        return false;
+    struct ito__vproc *vp = ito__rt.vprocs[vproc];
+    /* The placer's side of the Dekker pairs of a vproc going to sleep (it
+     * stores SLEEPING, runs the heavy fence, then picks) and of a vproc
+     * parking (it stores REVOKED, runs the heavy fence, then gives its
+     * queued threads away, revoke.c): either that pick or give-away sees the
+     * placement, or we see the state here. */
+    ito__fence_light();
+    if (ito__vproc_wake(vp))
+        return true;
+    return atomic_load_explicit(&vp->run_state, memory_order_relaxed) != ITO_VP_REVOKED;
+}
+
 /* A timer was armed for `deadline`: wake a sleeper that would oversleep it. */
 void ito__idle_timer_armed(uint64_t deadline)
 {

@@ -28,6 +28,7 @@
 #include <errno.h>
 
 #include "base/panic.h"
+#include "core/group.h"
 #include "core/runtime.h"
 #include "core/sanitizer.h"
 #include "core/sched.h"
@@ -52,6 +53,7 @@ bool ito__join_inline_fits(const struct ito__thread *self, const struct ito__thr
 /* The child finished on our stack: what ito__thread_exit does for others. */
 static void finish(struct ito__thread *t)
 {
+    ito__group_exit(t);
     struct ito__vproc *vp = ito__vproc_self();
     ITO_STAT_INC(vp, exits);
     t->inl = NULL;

@@ -24,6 +24,7 @@
 #include <ito.h>
 
 #include "base/panic.h"
+#include "core/group.h"
 #include "core/runtime.h"
 #include "core/sanitizer.h"
 #include "core/sched.h"
@@ -156,6 +157,24 @@ ITO_API int ito_attr_get_vproc(const ito_attr_t *a, int *vproc)
     return 0;
 }
 
+ITO_API int ito_attr_set_group(ito_attr_t *a, ito_group_t *g)
+{
+    ATTR_CHECK(a);
+    if (g && !ito__group_live(g))
+        return EINVAL;
+    a->group_ = g;
+    return 0;
+}
+
+ITO_API int ito_attr_get_group(const ito_attr_t *a, ito_group_t **g)
+{
+    ATTR_CHECK(a);
+    if (!g)
+        return EINVAL;
+    *g = a->group_;
+    return 0;
+}
+
 /* ------------------------------------------------------------- spawning */
 
 int ito__spawn(uint64_t *id_out, const ito_attr_t *attr, void *(*fn)(void *), void *arg, uint32_t ctl_flags)
@@ -168,6 +187,7 @@ int ito__spawn(uint64_t *id_out, const ito_attr_t *attr, void *(*fn)(void *), vo
     size_t stack_size = ito__rt.stack_size;
     int prio = ITO_PRIO_DEFAULT, pref = -1;
     const char *name = NULL;
+    ito_group_t *group = NULL;
     if (attr) {
         if (attr->magic_ != ATTR_MAGIC)
             return EINVAL;
@@ -180,19 +200,26 @@ int ito__spawn(uint64_t *id_out, const ito_attr_t *attr, void *(*fn)(void *), vo
         if ((attr->flags_ & ATTR_DETACHED) && !(ctl_flags & ITO_CTL_FUTURE))
             ctl_flags |= ITO_CTL_DETACHED;
         name = attr->name_;
+        group = attr->group_;
     }
     if (!id_out && !(ctl_flags & ITO_CTL_DETACHED))
         return EINVAL;
+    struct ito__group *grp = NULL;
+    if (group && !(grp = ito__group_enrol(group)))
+        return EINVAL;   /* destroyed since the attribute was set */
 
     ito__critical_enter();   /* the vproc's descriptor cache and ready queue */
     struct ito__vproc *vp = ito__vproc_self();
     struct ito__thread *t = ito__thread_alloc(vp);
     if (!t) {
         ito__critical_exit();
+        if (grp)
+            ito__group_discharge(grp);
         return EAGAIN;
     }
     /* The descriptor is clean (thread.h): set only what this thread chose. */
     t->pref_vproc = (int16_t)pref;
+    __atomic_store_n(&t->group, grp, __ATOMIC_RELAXED);
     __atomic_store_n(&t->prio, prio, __ATOMIC_RELAXED);   /* policies read it unsynchronized */
     t->fn = fn;
     t->arg = arg;
@@ -247,6 +274,7 @@ void ito__thread_exit(struct ito__thread *t, void *result)
         ito__keys_run_destructors(t);   /* user code: may switch */
     t->result = result;
     ito__critical_enter();   /* never left: the thread ends in its last switch */
+    ito__group_exit(t);
     struct ito__vproc *vp = ito__vproc_self();
     if (ITO_UNLIKELY(t->flags & ITO_TF_MAIN))
         atomic_store_explicit(&ito__rt.main_exited, true, memory_order_release);
@@ -308,7 +336,9 @@ void ito__thread_exit(struct ito__thread *t, void *result)
                 sched_yield();
         }
         ito__thread_set_state(j, ITO_TS_BLOCKED, ITO_TS_READY);
-        if (j->pref_vproc < 0 || j->pref_vproc == vp->index) {
+        /* A group member goes through its policy, which decides where its
+         * group runs. */
+        if ((j->pref_vproc < 0 || j->pref_vproc == vp->index) && !__atomic_load_n(&j->group, __ATOMIC_RELAXED)) {
             if (ito__claim(j))
                 next = j;   /* hand the vproc straight back to the joiner */
         } else {

@@ -87,6 +87,7 @@ struct ito__thread {
     bool started;                     /* has a context (ran at least once since its entry was set) */
     int16_t pref_vproc;               /* preferred vproc or -1 */
     int prio;
+    struct ito__group *group;         /* its group or NULL (group.c; others read it relaxed) */
     _Atomic int susp_req;             /* ito_suspend asked it to stop */
 
     /* --- lifetime --- */

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "base/panic.h"
+#include "base/topology.h"
 #include "core/runtime.h"
 #include "core/thread.h"
 #include "core/vproc.h"
@@ -150,3 +151,21 @@ int ito__vprocs_create(int n, bool pin)
     }
     return 0;
 }
+
+/* ------------------------------------------------------------ for policies */
+
+ITO_API bool ito_policy_vproc_active(int vproc)
+{
+    if (vproc < 0 || !ito__initialized() || vproc >= ito__rt.nvprocs)
+        return false;
+    return atomic_load_explicit(&ito__rt.vprocs[vproc]->run_state, memory_order_relaxed) != ITO_VP_REVOKED;
+}
+
+ITO_API int ito_policy_vproc_cpu(int vproc)
+{
+    if (vproc < 0 || !ito__initialized() || vproc >= ito__rt.nvprocs || !ito__rt.pin)
+        return -1;
+    return atomic_load_explicit(&ito__rt.vprocs[vproc]->grant_cpu, memory_order_relaxed);
+}
+
+ITO_API int ito_policy_cpu_shared_cache(int cpu_a, int cpu_b) { return ito__topo_shared_cache(cpu_a, cpu_b); }

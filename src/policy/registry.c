@@ -14,7 +14,8 @@
 #include "base/panic.h"
 #include "core/runtime.h"
 
-extern const ito_policy_ops_t ito__policy_ws, ito__policy_fifo, ito__policy_prio, ito__policy_prio_shared;
+extern const ito_policy_ops_t ito__policy_ws, ito__policy_fifo, ito__policy_prio, ito__policy_prio_shared,
+    ito__policy_affinity;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static ito_policy_ops_t *table[ITO_POLICIES_MAX];
@@ -91,7 +92,7 @@ static void register_builtin(void)
 {
     /* The built-in policies go through the same validation as any other. */
     if (do_register(&ito__policy_ws) || do_register(&ito__policy_fifo) || do_register(&ito__policy_prio) ||
-        do_register(&ito__policy_prio_shared))
+        do_register(&ito__policy_prio_shared) || do_register(&ito__policy_affinity))
         ito__panic("internal error: the built-in policies failed to register");
 }
 

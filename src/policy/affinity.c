@@ -1,0 +1,403 @@
+/*
+ * "affinity": cache-affinity scheduling with thread groups (seed 004, SKY-1).
+ *
+ * A thread that ran on a processor left its data in that processor's
+ * caches; moving it elsewhere throws that away, and threads that write the
+ * same data from different processors invalidate each other's lines. SKY-1's
+ * three rules, per vproc:
+ *
+ *   1. Same-vproc priority. A thread made ready goes back to the vproc it
+ *      last ran on, wherever it was made ready (its preferred vproc if it has
+ *      one, ito_attr_set_vproc; a new thread starts where it was spawned).
+ *   2. Groups. All the threads of a group (ito_group_create) run on the one
+ *      vproc that holds the group, its home, so the data they share stays in
+ *      one cache. A new group is given a home round-robin.
+ *   3. Load balancing. An idle vproc takes only threads that have waited at
+ *      least ITO_AFFINITY_IDLE_US (default 500 µs; Linux's migration cost) —
+ *      their data has likely left the cache anyway — and a group only as a
+ *      whole, while none of its threads runs, never a pinned one
+ *      (ITO_GROUP_PINNED). A thread that never ran, or one queued on a vproc
+ *      whose CPU shares a cache up to L2 with the thief's (hwloc), may be
+ *      taken at once. Thieves look at the nearest vprocs first: those that
+ *      share the smallest cache with them.
+ *
+ * Structures. Each vproc has a FIFO of ready threads (doubly linked, for
+ * `take`) under a spinlock, taken by its owner (pick, its own enqueues), by
+ * vprocs that place a thread there (rule 1 and 2: then ito_policy_wake) and
+ * by thieves; nobody holds two of these locks at once. Node words: word[0]
+ * the time the thread was queued (ns), word[1] 1 + the index of the vproc
+ * whose FIFO holds it (0: none) | NEVER_RAN. Group words: word[0] 1 + the
+ * index of its home (0: none yet).
+ *
+ * Why a group's threads never run at the same time. A vproc runs a group
+ * member only if, at its pick, under its own lock, it is the group's home
+ * (a member found in the FIFO of a vproc that is no longer home is sent on,
+ * not run). A group's home changes only
+ *   - under the lock of the current home, by a thief that checked that the
+ *     home's last pick (`cur_group`, written under that lock) was not a
+ *     member: the home's pick found that member under the same lock, and the
+ *     member stops running before its vproc picks again; or
+ *   - under the lock of a home that has no processor (revoked: it parked
+ *     after its last thread stopped), or from "none" with a CAS.
+ * So at any moment at most one vproc may pick members, and it picks them one
+ * at a time.
+ */
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#include <ito/policy.h>
+
+#include "base/compiler.h"
+#include "base/env.h"
+#include "base/spinlock.h"
+
+#define AFF_SCAN_MAX 64              /* queued threads a thief looks at per victim */
+#define AFF_NEVER_RAN ((uintptr_t)1 << 32)
+#define AFF_NEAR_LEVEL 2             /* sharing this cache level or a smaller one: near */
+
+struct aff {
+    uint64_t idle_ns;
+    _Atomic unsigned rotor;          /* homes of new groups */
+};
+
+struct aff_vp {
+    ito__spinlock lock ITO_ALIGNED_CACHELINE;
+    ito_policy_node_t *head, *tail;  /* lock */
+    /* The group of what this vproc last picked or stole (NULL: none, or a
+     * thread in no group). Written by the owner only: under the lock at a
+     * pick; before a release store of a group's home when it pulls a group
+     * (thieves read it under the lock, or after an acquire load of home). */
+    _Atomic(const ito_policy_group_t *) cur_group;
+    _Atomic long len;                /* lock; read relaxed by thieves as a hint */
+    /* owner only (steal) */
+    int *order ITO_ALIGNED_CACHELINE;   /* other vprocs, nearest first */
+    int *level;                      /* [victim]: cache level shared with it */
+    int order_cpu;                   /* the CPU `order` was computed for (-2: never) */
+    uint32_t rng;
+};
+
+static struct aff *A(ito_policy_vproc_t *vp) { return vp->shared; }
+static struct aff_vp *V(ito_policy_vproc_t *vp) { return vp->local; }
+
+/* ------------------------------------------------------------ the words */
+
+static uintptr_t word(const ito_policy_node_t *n, int i) { return __atomic_load_n(&n->word[i], __ATOMIC_RELAXED); }
+static void set_word(ito_policy_node_t *n, int i, uintptr_t v) { __atomic_store_n(&n->word[i], v, __ATOMIC_RELAXED); }
+static int queued_on(const ito_policy_node_t *n) { return (int)(word(n, 1) & 0xffffffffu) - 1; }
+
+/* Acquire pairs with set_home's release (see cur_group). */
+static int home_of(const ito_policy_group_t *g)
+{
+    return (int)__atomic_load_n(&g->word[0], __ATOMIC_ACQUIRE) - 1;
+}
+static void set_home(ito_policy_group_t *g, int index)
+{
+    __atomic_store_n(&g->word[0], (uintptr_t)(index + 1), __ATOMIC_RELEASE);
+}
+
+static const ito_policy_group_t *cur_group(struct aff_vp *v)
+{
+    return atomic_load_explicit(&v->cur_group, memory_order_relaxed);
+}
+static void set_cur_group(struct aff_vp *v, const ito_policy_group_t *g)
+{
+    if (cur_group(v) != g)
+        atomic_store_explicit(&v->cur_group, g, memory_order_relaxed);
+}
+
+/* ----------------------------------------------------------- the FIFOs */
+
+/* Under v->lock. */
+static void push(struct aff_vp *v, int index, ito_policy_node_t *n)
+{
+    set_word(n, 1, (word(n, 1) & AFF_NEVER_RAN) | (uintptr_t)(index + 1));
+    n->next = NULL;
+    n->prev = v->tail;
+    if (v->tail)
+        v->tail->next = n;
+    else
+        v->head = n;
+    v->tail = n;
+    atomic_store_explicit(&v->len, atomic_load_explicit(&v->len, memory_order_relaxed) + 1, memory_order_relaxed);
+}
+
+static void unlink_node(struct aff_vp *v, ito_policy_node_t *n)
+{
+    if (n->prev)
+        n->prev->next = n->next;
+    else
+        v->head = n->next;
+    if (n->next)
+        n->next->prev = n->prev;
+    else
+        v->tail = n->prev;
+    set_word(n, 1, word(n, 1) & AFF_NEVER_RAN);
+    atomic_store_explicit(&v->len, atomic_load_explicit(&v->len, memory_order_relaxed) - 1, memory_order_relaxed);
+}
+
+/* ------------------------------------------------------------- placing */
+
+/* The home of g, as the caller (vp) should use it: one is chosen for a new
+ * group; a home without a processor hands the group to vp. */
+static int group_home(ito_policy_vproc_t *vp, ito_policy_group_t *g)
+{
+    int h = home_of(g);
+    if (h < 0) {
+        /* Round-robin over the vprocs that have a processor. */
+        unsigned r = atomic_fetch_add_explicit(&A(vp)->rotor, 1, memory_order_relaxed);
+        int pick = vp->index;
+        for (int i = 0; i < vp->count; i++) {
+            int c = (int)((r + (unsigned)i) % (unsigned)vp->count);
+            if (ito_policy_vproc_active(c)) {
+                pick = c;
+                break;
+            }
+        }
+        uintptr_t none = 0;
+        if (__atomic_compare_exchange_n(&g->word[0], &none, (uintptr_t)(pick + 1), false, __ATOMIC_RELAXED,
+                                        __ATOMIC_RELAXED))
+            return pick;
+        h = (int)none - 1;
+    }
+    if (h != vp->index && !ito_policy_vproc_active(h)) {
+        /* Its home parked after its last thread stopped: no member runs. */
+        struct aff_vp *o = V(vp->all[h]);
+        ito__spin_lock(&o->lock);
+        if (home_of(g) == h && !ito_policy_vproc_active(h))
+            set_home(g, vp->index);
+        h = home_of(g);
+        ito__spin_unlock(&o->lock);
+    }
+    return h;
+}
+
+/* Where n should wait. */
+static int target_of(ito_policy_vproc_t *vp, ito_policy_node_t *n, ito_ready_reason_t why)
+{
+    ito_policy_group_t *g = ito_policy_node_group(n);
+    if (g)
+        return group_home(vp, g);
+    int t = ito_policy_node_vproc_hint(n);
+    if (t < 0)
+        t = why == ITO_READY_SPAWN ? -1 : ito_policy_node_last_vproc(n);
+    if (t < 0 || t >= vp->count || (t != vp->index && !ito_policy_vproc_active(t)))
+        t = vp->index;
+    return t;
+}
+
+/* Queue n (its words set) where it belongs, from vp. */
+static void place(ito_policy_vproc_t *vp, ito_policy_node_t *n, ito_ready_reason_t why)
+{
+    for (;;) {
+        int t = target_of(vp, n, why);
+        struct aff_vp *v = V(vp->all[t]);
+        ito__spin_lock(&v->lock);
+        push(v, t, n);
+        ito__spin_unlock(&v->lock);
+        /* The lock orders the push before the owner's next pick; wake pairs
+         * it with the owner's sleep or park (policy.h). */
+        if (t == vp->index || ito_policy_wake(t))
+            return;
+        /* t lost its processor meanwhile: take n back if it did not give it
+         * away already, and choose again (t now counts as inactive). */
+        ito__spin_lock(&v->lock);
+        bool back = queued_on(n) == t;
+        if (back)
+            unlink_node(v, n);
+        ito__spin_unlock(&v->lock);
+        if (!back)
+            return;   /* on its way through the global queue */
+    }
+}
+
+/* ----------------------------------------------------------------- ops */
+
+static int aff_init(int nvprocs, void **shared)
+{
+    (void)nvprocs;
+    struct aff *a = calloc(1, sizeof *a);
+    if (!a)
+        return ENOMEM;
+    a->idle_ns = (uint64_t)ito__env_int("ITO_AFFINITY_IDLE_US", 500, 0, 10000000, false) * 1000u;
+    atomic_init(&a->rotor, 0);
+    ito_policy_cpu_shared_cache(0, 0);   /* read the topology now, not inside an op */
+    *shared = a;
+    return 0;
+}
+
+static int aff_vproc_init(ito_policy_vproc_t *vp)
+{
+    struct aff_vp *v = aligned_alloc(ITO_CACHELINE, sizeof *v);
+    if (!v)
+        return ENOMEM;
+    *v = (struct aff_vp){ .order_cpu = -2, .rng = 0x9e3779b9u * (uint32_t)(vp->index + 1) };
+    atomic_init(&v->len, 0);
+    atomic_init(&v->cur_group, NULL);
+    v->order = calloc((size_t)vp->count, sizeof *v->order);
+    v->level = calloc((size_t)vp->count, sizeof *v->level);
+    if (!v->order || !v->level) {
+        free(v->order);
+        free(v->level);
+        free(v);
+        return ENOMEM;
+    }
+    vp->local = v;
+    return 0;
+}
+
+static void aff_enqueue(ito_policy_vproc_t *vp, ito_policy_node_t *n, ito_ready_reason_t why)
+{
+    set_word(n, 0, (uintptr_t)ito_now_ns());
+    set_word(n, 1, why == ITO_READY_SPAWN ? AFF_NEVER_RAN : 0);
+    place(vp, n, why);
+}
+
+static ito_policy_node_t *aff_pick(ito_policy_vproc_t *vp)
+{
+    struct aff_vp *v = V(vp);
+    if (!atomic_load_explicit(&v->len, memory_order_relaxed) && !cur_group(v))
+        return NULL;   /* nothing queued, and nothing to record */
+    ito_policy_node_t *n, *moved = NULL;
+    ito__spin_lock(&v->lock);
+    while ((n = v->head)) {
+        unlink_node(v, n);
+        ito_policy_group_t *g = ito_policy_node_group(n);
+        if (!g || home_of(g) == vp->index)
+            break;
+        n->next = moved;   /* its group moved on: send it after */
+        moved = n;
+    }
+    set_cur_group(v, n ? ito_policy_node_group(n) : NULL);
+    ito__spin_unlock(&v->lock);
+    while (moved) {
+        ito_policy_node_t *next = moved->next;
+        place(vp, moved, ITO_READY_WAKE);
+        moved = next;
+    }
+    return n;
+}
+
+static bool aff_take(ito_policy_vproc_t *vp, ito_policy_node_t *n)
+{
+    struct aff_vp *v = V(vp);
+    if (queued_on(n) != vp->index || ito_policy_node_group(n))
+        return false;   /* elsewhere, or a group member: its home runs it */
+    ito__spin_lock(&v->lock);
+    bool got = queued_on(n) == vp->index;   /* a thief may have taken it */
+    if (got)
+        unlink_node(v, n);
+    ito__spin_unlock(&v->lock);
+    return got;
+}
+
+/* The other vprocs, nearest (smallest shared cache) first, ties from a
+ * random start; recomputed when this vproc's CPU changes. */
+static void order_victims(ito_policy_vproc_t *vp, struct aff_vp *v)
+{
+    int cpu = ito_policy_vproc_cpu(vp->index);
+    if (cpu == v->order_cpu)
+        return;
+    v->order_cpu = cpu;
+    int k = 0, start = (int)(v->rng % (uint32_t)vp->count);
+    v->rng = v->rng * 1103515245u + 12345u;
+    for (int x = 0; x < vp->count; x++) {
+        int l = ito_policy_cpu_shared_cache(cpu, ito_policy_vproc_cpu(x));
+        v->level[x] = l > 7 ? 7 : l;
+    }
+    for (int lvl = 1; lvl <= 8; lvl++)   /* level 8 stands for 0: no shared cache, last */
+        for (int i = 0; i < vp->count; i++) {
+            int x = (start + i) % vp->count;
+            if (x != vp->index && v->level[x] == lvl % 8)
+                v->order[k++] = x;
+        }
+}
+
+/* Under victim x's lock: take a thread, or a whole group, that may move to
+ * vp. Returns the first to run; the rest of a group is chained on ->next. */
+static ito_policy_node_t *take_from(ito_policy_vproc_t *vp, int x, struct aff_vp *o, bool near, uint64_t now,
+                                    uint64_t *soonest)
+{
+    uint64_t idle = A(vp)->idle_ns;
+    int scanned = 0;
+    for (ito_policy_node_t *n = o->head; n && scanned < AFF_SCAN_MAX; n = n->next, scanned++) {
+        uint64_t waited = now - (uint64_t)word(n, 0);
+        if (!near && !(word(n, 1) & AFF_NEVER_RAN) && waited < idle) {
+            if (idle - waited < *soonest)
+                *soonest = idle - waited;
+            continue;
+        }
+        ito_policy_group_t *g = ito_policy_node_group(n);
+        if (!g) {
+            unlink_node(o, n);
+            n->next = NULL;
+            return n;
+        }
+        if (home_of(g) != x || (ito_policy_group_flags(g) & ITO_GROUP_PINNED) || cur_group(o) == g)
+            continue;   /* not x's to give, pinned, or one of its threads runs there */
+        /* Ours now, and about to run here: say so before anyone can see us
+         * as its home (another thief must not pull it from us). */
+        set_cur_group(V(vp), g);
+        set_home(g, vp->index);
+        ito_policy_node_t *first = NULL, *last = NULL;
+        for (ito_policy_node_t *m = o->head, *next; m; m = next) {
+            next = m->next;
+            if (ito_policy_node_group(m) != g)
+                continue;
+            unlink_node(o, m);
+            m->next = NULL;
+            if (last)
+                last->next = m;
+            else
+                first = m;
+            last = m;
+        }
+        return first;
+    }
+    return NULL;
+}
+
+static ito_policy_node_t *aff_steal(ito_policy_vproc_t *vp)
+{
+    struct aff_vp *self = V(vp);
+    if (vp->count < 2)
+        return NULL;
+    order_victims(vp, self);
+    uint64_t now = ito_now_ns(), soonest = UINT64_MAX;
+    for (int i = 0; i < vp->count - 1; i++) {
+        int x = self->order[i];
+        struct aff_vp *o = V(vp->all[x]);
+        if (!atomic_load_explicit(&o->len, memory_order_relaxed))
+            continue;
+        bool near = self->level[x] > 0 && self->level[x] <= AFF_NEAR_LEVEL;
+        ito__spin_lock(&o->lock);
+        ito_policy_node_t *first = take_from(vp, x, o, near, now, &soonest);
+        ito__spin_unlock(&o->lock);
+        if (!first)
+            continue;
+        /* It runs here now: record it, and queue the rest of its group. */
+        ito__spin_lock(&self->lock);
+        for (ito_policy_node_t *m = first->next, *next; m; m = next) {
+            next = m->next;
+            push(self, vp->index, m);
+        }
+        set_cur_group(self, ito_policy_node_group(first));
+        ito__spin_unlock(&self->lock);
+        return first;
+    }
+    if (soonest != UINT64_MAX)
+        ito_policy_retry_after(soonest);   /* a thread becomes movable then */
+    return NULL;
+}
+
+const ito_policy_ops_t ito__policy_affinity = {
+    .abi = ITO_POLICY_ABI,
+    .size = sizeof(ito_policy_ops_t),
+    .name = "affinity",
+    .init = aff_init,
+    .vproc_init = aff_vproc_init,
+    .enqueue = aff_enqueue,
+    .pick = aff_pick,
+    .take = aff_take,
+    .steal = aff_steal,
+};
