@@ -9,8 +9,9 @@
  *     a whole, to an idle one;
  *   - same vproc: a thread woken (by a timer, on whatever vproc) resumes on
  *     the vproc it last ran on.
- * The affinity parts run in child processes with 2 vprocs and no time
- * slicing (a slice could end inside the checked sections: switching is
+ * The affinity parts run in child processes with 2 (or 4) vprocs, the
+ * exclusive one also with groups free to move at every steal
+ * (ITO_AFFINITY_IDLE_US=0), and no time slicing (a slice could end inside the checked sections: switching is
  * allowed there, running at the same time is not). */
 #include "common.h"
 
@@ -305,13 +306,15 @@ static void part_same_vproc(void)
 
 /* --------------------------------------------------------------- run */
 
-static void run(const char *name, void (*part)(void), int vprocs)
+static void run(const char *name, void (*part)(void), int vprocs, const char *idle_us)
 {
     fflush(stdout);
     pid_t pid = fork();
     CHECK(pid >= 0);
     if (pid == 0) {
         setenv("ITO_TIMESLICE_US", "0", 1);
+        if (idle_us)
+            setenv("ITO_AFFINITY_IDLE_US", idle_us, 1);
         ito_config_t c = ITO_CONFIG_INIT;
         c.vprocs = vprocs;
         OK(ito_init(&c));
@@ -330,12 +333,14 @@ static void run(const char *name, void (*part)(void), int vprocs)
 int main(void)
 {
     const char *p = getenv("ITO_POLICY");
-    run("api", part_api, 0);
+    run("api", part_api, 0, NULL);
     if (!p || strcmp(p, "affinity"))
         return 0;   /* other policies keep groups but do not place by them */
-    run("exclusive", part_exclusive, 2);
-    run("pinned", part_pinned, 2);
-    run("balanced", part_balanced, 2);
-    run("same vproc", part_same_vproc, 2);
+    run("exclusive", part_exclusive, 2, NULL);
+    run("exclusive, groups moving all the time", part_exclusive, 2, "0");
+    run("exclusive, 4 vprocs", part_exclusive, 4, "0");
+    run("pinned", part_pinned, 2, NULL);
+    run("balanced", part_balanced, 2, NULL);
+    run("same vproc", part_same_vproc, 2, NULL);
     return 0;
 }

@@ -25,7 +25,7 @@
  * `take`) under a spinlock, taken by its owner (pick, its own enqueues), by
  * vprocs that place a thread there (rule 1 and 2: then ito_policy_wake) and
  * by thieves; nobody holds two of these locks at once. Node words: word[0]
- * the time the thread was queued (ns), word[1] 1 + the index of the vproc
+ * the time the thread was queued (time-stamp counter), word[1] 1 + the index of the vproc
  * whose FIFO holds it (0: none) | NEVER_RAN. Group words: word[0] 1 + the
  * index of its home (0: none yet).
  *
@@ -51,13 +51,23 @@
 #include "base/compiler.h"
 #include "base/env.h"
 #include "base/spinlock.h"
+#include "arch.h"
 
 #define AFF_SCAN_MAX 64              /* queued threads a thief looks at per victim */
 #define AFF_NEVER_RAN ((uintptr_t)1 << 32)
 #define AFF_NEAR_LEVEL 2             /* sharing this cache level or a smaller one: near */
 
+/* How long a thread has waited is measured in time-stamp-counter cycles: a
+ * clock read at every enqueue would cost more than the rest of the policy
+ * (bench/yield: 48 ns per yield with it, 33 without; "ws": 21). The length of ITO_AFFINITY_IDLE_US
+ * in cycles is learned from the first steal at least AFF_CALIBRATE_NS after
+ * initialization; until then only threads that never ran, or wait near, move. */
+#define AFF_CALIBRATE_NS 1000000u
+
 struct aff {
     uint64_t idle_ns;
+    uint64_t c0, t0;                 /* cycles and ns at initialization */
+    _Atomic uint64_t idle_cycles;    /* idle_ns in cycles; 0: not known yet */
     _Atomic unsigned rotor;          /* homes of new groups */
 };
 
@@ -221,6 +231,9 @@ static int aff_init(int nvprocs, void **shared)
         return ENOMEM;
     a->idle_ns = (uint64_t)ito__env_int("ITO_AFFINITY_IDLE_US", 500, 0, 10000000, false) * 1000u;
     atomic_init(&a->rotor, 0);
+    atomic_init(&a->idle_cycles, 0);
+    a->c0 = ito__cycles();
+    a->t0 = ito_now_ns();
     ito_policy_cpu_shared_cache(0, 0);   /* read the topology now, not inside an op */
     *shared = a;
     return 0;
@@ -248,7 +261,7 @@ static int aff_vproc_init(ito_policy_vproc_t *vp)
 
 static void aff_enqueue(ito_policy_vproc_t *vp, ito_policy_node_t *n, ito_ready_reason_t why)
 {
-    set_word(n, 0, (uintptr_t)ito_now_ns());
+    set_word(n, 0, (uintptr_t)ito__cycles());
     set_word(n, 1, why == ITO_READY_SPAWN ? AFF_NEVER_RAN : 0);
     place(vp, n, why);
 }
@@ -316,14 +329,14 @@ static void order_victims(ito_policy_vproc_t *vp, struct aff_vp *v)
 /* Under victim x's lock: take a thread, or a whole group, that may move to
  * vp. Returns the first to run; the rest of a group is chained on ->next. */
 static ito_policy_node_t *take_from(ito_policy_vproc_t *vp, int x, struct aff_vp *o, bool near, uint64_t now,
-                                    uint64_t *soonest)
+                                    uint64_t idle, uint64_t *soonest)
 {
-    uint64_t idle = A(vp)->idle_ns;
     int scanned = 0;
     for (ito_policy_node_t *n = o->head; n && scanned < AFF_SCAN_MAX; n = n->next, scanned++) {
-        uint64_t waited = now - (uint64_t)word(n, 0);
-        if (!near && !(word(n, 1) & AFF_NEVER_RAN) && waited < idle) {
-            if (idle - waited < *soonest)
+        uint64_t stamp = (uint64_t)word(n, 0);
+        uint64_t waited = now > stamp ? now - stamp : 0;   /* counters of two cores may differ a little */
+        if (!near && !(word(n, 1) & AFF_NEVER_RAN) && (!idle || waited < idle)) {
+            if (idle && idle - waited < *soonest)
                 *soonest = idle - waited;
             continue;
         }
@@ -363,7 +376,19 @@ static ito_policy_node_t *aff_steal(ito_policy_vproc_t *vp)
     if (vp->count < 2)
         return NULL;
     order_victims(vp, self);
-    uint64_t now = ito_now_ns(), soonest = UINT64_MAX;
+    struct aff *a = A(vp);
+    uint64_t now = ito__cycles(), soonest = UINT64_MAX;
+    uint64_t idle = atomic_load_explicit(&a->idle_cycles, memory_order_relaxed);
+    if (!idle) {
+        uint64_t t = ito_now_ns();
+        if (t - a->t0 >= AFF_CALIBRATE_NS) {
+            idle = (uint64_t)((double)a->idle_ns * (double)(now - a->c0) / (double)(t - a->t0));
+            idle += !idle;
+            atomic_store_explicit(&a->idle_cycles, idle, memory_order_relaxed);
+        } else {
+            ito_policy_retry_after(AFF_CALIBRATE_NS - (t - a->t0));
+        }
+    }
     for (int i = 0; i < vp->count - 1; i++) {
         int x = self->order[i];
         struct aff_vp *o = V(vp->all[x]);
@@ -371,7 +396,7 @@ static ito_policy_node_t *aff_steal(ito_policy_vproc_t *vp)
             continue;
         bool near = self->level[x] > 0 && self->level[x] <= AFF_NEAR_LEVEL;
         ito__spin_lock(&o->lock);
-        ito_policy_node_t *first = take_from(vp, x, o, near, now, &soonest);
+        ito_policy_node_t *first = take_from(vp, x, o, near, now, idle, &soonest);
         ito__spin_unlock(&o->lock);
         if (!first)
             continue;
@@ -385,8 +410,8 @@ static ito_policy_node_t *aff_steal(ito_policy_vproc_t *vp)
         ito__spin_unlock(&self->lock);
         return first;
     }
-    if (soonest != UINT64_MAX)
-        ito_policy_retry_after(soonest);   /* a thread becomes movable then */
+    if (soonest != UINT64_MAX)   /* a thread becomes movable then */
+        ito_policy_retry_after((uint64_t)((double)soonest * (double)a->idle_ns / (double)idle) + 1);
     return NULL;
 }
 
