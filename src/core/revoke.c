@@ -67,7 +67,11 @@ static unsigned give_away(struct ito__vproc *vp)
     unsigned n = inbox_away(vp);
     ito_policy_node_t *node;
     while ((node = ito__rt.policy->pick(&vp->pv))) {
-        ito__global_push(ito__thread_of_node(node));
+        struct ito__thread *t = ito__thread_of_node(node);
+        /* The reason it was queued here is the policy's to forget: to the
+         * next vproc's policy it is a thread made ready again (or new). */
+        t->ready_reason = ito__thread_state(t) == ITO_TS_NEW ? ITO_READY_SPAWN : ITO_READY_WAKE;
+        ito__global_push(t);
         n++;
     }
     return n;
