@@ -391,7 +391,9 @@ ITO_API int ito_once(ito_once_t *once, void (*fn)(void));
  */
 typedef struct ito_group { uintptr_t opaque_[8]; } ito_group_t;
 
-#define ITO_GROUP_PINNED 1u   /* never moves to another vproc (no load balancing) */
+/* Never moved by load balancing; only when the allocator takes its vproc's
+ * processor away does it move, to a vproc that still has one. */
+#define ITO_GROUP_PINNED 1u
 
 /* EINVAL if g is NULL or flags holds an unknown bit. */
 ITO_API int ito_group_create(ito_group_t *g, unsigned flags);
