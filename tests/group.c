@@ -8,7 +8,9 @@
  *   - balanced: an unpinned group that waits behind a busy vproc moves, as
  *     a whole, to an idle one;
  *   - same vproc: a thread woken (by a timer, on whatever vproc) resumes on
- *     the vproc it last ran on.
+ *     the vproc it last ran on;
+ *   - backlog: threads that all start on one vproc and take turns there
+ *     quickly (none ever waits the idle time) still spread to the idle one.
  * The affinity parts run in child processes with 2 (or 4) vprocs, the
  * exclusive one also with groups free to move at every steal
  * (ITO_AFFINITY_IDLE_US=0), and no time slicing (a slice could end inside the checked sections: switching is
@@ -304,6 +306,36 @@ static void part_same_vproc(void)
     CHECK(atomic_load(&moved) * 10 <= atomic_load(&wakes));
 }
 
+/* ------------------------------------------------------- backlog (affinity) */
+
+static atomic_long turns_on[2];
+
+static void *turner(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < 5000; i++) {
+        for (volatile int k = 0; k < 2000; k++)
+            ;
+        atomic_fetch_add(&turns_on[ito_vproc_self()], 1);
+        ito_yield();
+    }
+    return NULL;
+}
+
+static void part_backlog(void)
+{
+    enum { N = 16 };
+    ito_thread_t t[N];
+    for (int i = 0; i < N; i++)
+        OK(ito_spawn(&t[i], NULL, turner, NULL));
+    for (int i = 0; i < N; i++)
+        OK(ito_join(t[i], NULL));
+    long a = atomic_load(&turns_on[0]), b = atomic_load(&turns_on[1]);
+    printf("backlog: %ld turns on vproc 0, %ld on vproc 1\n", a, b);
+    CHECK_EQ(a + b, N * 5000L);
+    CHECK(a * 5 >= a + b && b * 5 >= a + b);   /* each did at least a fifth */
+}
+
 /* --------------------------------------------------------------- run */
 
 static void run(const char *name, void (*part)(void), int vprocs, const char *idle_us)
@@ -342,5 +374,6 @@ int main(void)
     run("pinned", part_pinned, 2, NULL);
     run("balanced", part_balanced, 2, NULL);
     run("same vproc", part_same_vproc, 2, NULL);
+    run("backlog", part_backlog, 2, NULL);
     return 0;
 }

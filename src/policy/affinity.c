@@ -18,8 +18,13 @@
  *      whole, while none of its threads runs, never a pinned one
  *      (ITO_GROUP_PINNED). A thread that never ran, or one queued on a vproc
  *      whose CPU shares a cache up to L2 with the thief's (hwloc), may be
- *      taken at once. Thieves look at the nearest vprocs first: those that
- *      share the smallest cache with them.
+ *      taken at once. So may the oldest thread of a vproc that had threads
+ *      queued at every look of the thief for the idle time: threads that
+ *      take turns quickly never wait that long each, but such a backlog,
+ *      beside an idle vproc, is an imbalance that lasts, not a burst (as
+ *      Linux migrates cache-hot tasks after repeated failed balancing).
+ *      Thieves look at the nearest vprocs first: those that share the
+ *      smallest cache with them.
  *
  * Structures. Each vproc has a FIFO of ready threads (doubly linked, for
  * `take`) under a spinlock, taken by its owner (pick, its own enqueues), by
@@ -83,6 +88,7 @@ struct aff_vp {
     /* owner only (steal) */
     int *order ITO_ALIGNED_CACHELINE;   /* other vprocs, nearest first */
     int *level;                      /* [victim]: cache level shared with it */
+    uint64_t *backlog_since;         /* [victim]: cycles when it was first seen with threads queued (0: not) */
     int order_cpu;                   /* the CPU `order` was computed for (-2: never) */
     uint32_t rng;
 };
@@ -249,9 +255,11 @@ static int aff_vproc_init(ito_policy_vproc_t *vp)
     atomic_init(&v->cur_group, NULL);
     v->order = calloc((size_t)vp->count, sizeof *v->order);
     v->level = calloc((size_t)vp->count, sizeof *v->level);
-    if (!v->order || !v->level) {
+    v->backlog_since = calloc((size_t)vp->count, sizeof *v->backlog_since);
+    if (!v->order || !v->level || !v->backlog_since) {
         free(v->order);
         free(v->level);
+        free(v->backlog_since);
         free(v);
         return ENOMEM;
     }
@@ -392,14 +400,23 @@ static ito_policy_node_t *aff_steal(ito_policy_vproc_t *vp)
     for (int i = 0; i < vp->count - 1; i++) {
         int x = self->order[i];
         struct aff_vp *o = V(vp->all[x]);
-        if (!atomic_load_explicit(&o->len, memory_order_relaxed))
+        uint64_t *since = &self->backlog_since[x];
+        if (!atomic_load_explicit(&o->len, memory_order_relaxed)) {
+            *since = 0;
             continue;
+        }
+        if (!*since)
+            *since = now;
+        bool overdue = idle && now - *since >= idle;
+        if (idle && !overdue && *since + idle - now < soonest)
+            soonest = *since + idle - now;
         bool near = self->level[x] > 0 && self->level[x] <= AFF_NEAR_LEVEL;
         ito__spin_lock(&o->lock);
-        ito_policy_node_t *first = take_from(vp, x, o, near, now, idle, &soonest);
+        ito_policy_node_t *first = take_from(vp, x, o, near || overdue, now, idle, &soonest);
         ito__spin_unlock(&o->lock);
         if (!first)
             continue;
+        *since = 0;
         /* It runs here now: record it, and queue the rest of its group. */
         ito__spin_lock(&self->lock);
         for (ito_policy_node_t *m = first->next, *next; m; m = next) {
