@@ -31,7 +31,8 @@ import sys
 import time
 
 EXPERIMENTS = ["nullfork", "forkmany", "fork1000", "yield", "signalwait", "kpingpong", "handoff", "nbody", "fig3",
-               "table5", "realloc", "procprio", "matmul", "memory", "echo", "sumthreads", "decision", "priorities"]
+               "table5", "realloc", "procprio", "matmul", "memory", "echo", "sumthreads", "decision", "priorities",
+               "groups"]
 
 TITLES = {
     "nullfork": "Null fork: create + join of an empty thread",
@@ -52,6 +53,7 @@ TITLES = {
     "sumthreads": "Spawn T threads that each sum n integers, collect the sums (per policy)",
     "decision": "Cost of one scheduling decision vs the number of ready threads (1 vproc)",
     "priorities": "Priorities: CPU shares, and waking an urgent thread while every vproc computes",
+    "groups": "Thread groups: threads sharing data under fifo, ws, affinity with and without groups",
 }
 
 SOURCES = {
@@ -73,9 +75,21 @@ SOURCES = {
     "sumthreads": "seed 002 section 7 (T threads summing n integers)",
     "decision": "seed 002 sections 5-6 (O(1) decisions)",
     "priorities": "seed 002 section 4.3.3, seed 000 section 1.2 (shares; urgent wake-ups)",
+    "groups": "seed 004 section 3 (SKY-1: same-processor priority, thread grouping, load balancing)",
 }
 
 POLICIES = ["prio", "prio-shared", "ws", "fifo"]
+
+# The groups experiment's configurations: (name, label, ITO_POLICY, --groups);
+# None: POSIX threads. "fifo" is the single-queue scheduler seed 004 compares with.
+GROUPS_CONFIGS = [("fifo", "fifo (one shared queue)", "fifo", "off"),
+                  ("ws", "ws (work stealing)", "ws", "off"),
+                  ("affinity", "affinity, no groups", "affinity", "off"),
+                  ("affinity-groups", "affinity + groups", "affinity", "on"),
+                  ("pthread", "POSIX threads (the kernel)", None, None)]
+# The share of a thread's line visits that also write the line (seed 004's
+# "shared data": 32 %); the targets are read at GROUPS_WRITE_PCT.
+GROUPS_WRITE_PCT = 30
 
 
 # --------------------------------------------------------------------------
@@ -744,6 +758,22 @@ def build_configs(exp, ncpu, full, reps_override, extra):
                              ["--mode", "wake", "--impl", "ito", "--samples", samples, "--cpus", ncpu], ncpu,
                              "p50_us", "us", R(3, 5), group="wake", timeout=120, pair=pk,
                              env={"ITO_POLICY": pol}))
+    elif exp == "groups":
+        # G = 4 groups per CPU of 4 threads; each group's working set is sized
+        # by the program from the L2 (bench/groups.c); fixed work: R turns per
+        # thread, each a sweep of the group's set, then a yield
+        rounds = 12000 if full else 6000
+        for wp in ([0, GROUPS_WRITE_PCT, 60] if full else [GROUPS_WRITE_PCT]):
+            pk = "groups/pthread/%d" % wp
+            for name, label, pol, grp in GROUPS_CONFIGS:
+                common = ["--cpus", ncpu, "--write-pct", wp, "--rounds", rounds]
+                if pol is None:
+                    cs.append(Config(exp, pk, "pthread", label, "groups", ["--impl", "pthread"] + common, ncpu,
+                                     "seconds", "ns", R(5, 9), scale=1e9, x=wp, group=wp, timeout=120))
+                else:
+                    cs.append(Config(exp, "groups/%s/%d" % (name, wp), "ito", label, "groups",
+                                     ["--impl", "ito", "--groups", grp] + common, ncpu, "seconds", "ns", R(5, 9),
+                                     scale=1e9, x=wp, group=wp, timeout=120, pair=pk, env={"ITO_POLICY": pol}))
     elif exp == "memory":
         count = extra.get("memory_count", 1000000)
         cs.append(Config(exp, "memory/pthread", "pthread", "up to 10,000 threads", "memory",
@@ -806,6 +836,12 @@ TARGETS = [
     ("sum_vs_pthread", "sumthreads", None, ">=", 20, "x",
      "seed 002 experiment, n = 1,000: prio faster than POSIX threads by >= 20x at every T "
      "(the smallest pthread/ito)", "-"),
+    # thread groups (seed 004): groups_value; the misses need hardware counters
+    ("groups_time", "groups", None, ">=", 1.1, "x",
+     "seed 004, threads sharing data: affinity with groups >= 10 % faster than fifo (fifo time / its time)", "-"),
+    ("groups_misses", "groups", None, "<", 1.0, "x",
+     "seed 004, threads sharing data: affinity with groups has fewer cache misses than fifo (its misses / fifo's)",
+     "-"),
     ("wake_p50", "priorities", "priorities/wake/prio", "<=", 50, "us",
      "prio: an urgent thread woken while every vproc computes runs within 50 us (median)", "-"),
     # unequal priorities: the high program's time beside the low one / alone
@@ -874,6 +910,35 @@ def fig3_value(by_key, tid):
     return median_ratio(by_key, off, i), [i, off], "fit %g" % fits[0]
 
 
+def groups_misses(cfg):
+    """(median, min, max) of a groups configuration's cache misses over its
+    runs used, or Nones when the counters were not available."""
+    v = [r["data"]["cache_misses"] for r in cfg.used_runs() if r["data"].get("cache_misses") is not None]
+    return (statistics.median(v), min(v), max(v)) if v else (None, None, None)
+
+
+def groups_counters_reason(cfgs):
+    """Why the hardware counters were unavailable (the first run that said so), or None."""
+    return next((r["data"].get("counters_reason", "?") for c in cfgs for r in c.ok_runs()
+                 if r["data"].get("counters") is False), None)
+
+
+def groups_value(by_key, tid):
+    """(value, keys involved, note, measurable) of a groups target, at GROUPS_WRITE_PCT."""
+    f, a = "groups/fifo/%d" % GROUPS_WRITE_PCT, "groups/affinity-groups/%d" % GROUPS_WRITE_PCT
+    cf, ca = by_key.get(f), by_key.get(a)
+    note = "%d %% writes" % GROUPS_WRITE_PCT
+    if not cf or not ca:
+        return None, [f, a], note, True
+    if tid == "groups_time":
+        return median_ratio(by_key, f, a), [f, a], note, True
+    why = groups_counters_reason([cf, ca])
+    if why:
+        return None, [f, a], "not measurable: hardware counters unavailable: " + why, False
+    mf, ma = groups_misses(cf)[0], groups_misses(ca)[0]
+    return (ma / mf if ma is not None and mf else None), [f, a], note, True
+
+
 def nbody_speedup(by_key, impl, c):
     seq = by_key.get("nbody/seq")
     par = by_key.get("nbody/%s/%d" % (impl, c))
@@ -929,6 +994,11 @@ def evaluate_targets(by_key, ran):
         elif tid.startswith("table5_"):
             v, keys, t["note"] = table5_value(by_key, tid)
             failed = any(by_key[k].failures() for k in keys if k in by_key)
+        elif tid.startswith("groups_"):
+            v, keys, t["note"], measurable = groups_value(by_key, tid)
+            failed = any(by_key[k].failures() for k in keys if k in by_key)
+            if not measurable:
+                t["unmeasurable"] = True
         elif tid == "nbody2":
             v = nbody_speedup(by_key, "ito", 2)[0]
             failed = any(by_key[k].failures() for k in ("nbody/seq", "nbody/ito/2") if k in by_key)
@@ -1002,7 +1072,7 @@ def evaluate_targets(by_key, ran):
             t["note"] = (t["note"] + "; " if t["note"] else "") + \
                 "above the ideal 2: the runs compared saw different machine load"
         if v is not None:
-            t["met"] = (v <= thr) if op == "<=" else (v >= thr)
+            t["met"] = {"<=": v <= thr, "<": v < thr, ">": v > thr}.get(op, v >= thr)
             if short:
                 t["met"] = False
         if failed:
@@ -1022,7 +1092,7 @@ def met_str(t):
     if t is None:
         return ""
     if t["met"] is None:
-        return "not measured"
+        return "not measurable" if t.get("unmeasurable") else "not measured"
     return "MET" if t["met"] else "NOT MET"
 
 
@@ -1363,6 +1433,53 @@ def procprio_table(cfgs, by_key, targets):
     return headers, rows
 
 
+def groups_table(cfgs, by_key, targets, wp):
+    """One write share: every configuration's run time and cache misses beside fifo's and POSIX threads'."""
+    headers = ["configuration", "impl", "CPUs", "run time (min-max)", "fifo/this", "pthread/this",
+               "cache misses (min-max)", "misses this/fifo", "L1d read misses", "ns per line", "turns after another CPU",
+               "reps", "target", "met", "notes"]
+    fifo, pth = by_key.get("groups/fifo/%d" % wp), by_key.get("groups/pthread/%d" % wp)
+    fm = groups_misses(fifo)[0] if fifo else None
+    why = groups_counters_reason(cfgs)
+    tt = [next((x for x in targets if x["id"] == i), None) for i in ("groups_time", "groups_misses")]
+    rows = []
+    for c in cfgs:
+        med, lo, hi = c.stats()
+        mm, mlo, mhi = groups_misses(c)
+        l1 = [r["data"]["l1d_misses"] for r in c.used_runs() if r["data"].get("l1d_misses") is not None]
+        if why:
+            miss, rel, l1s = "unavailable", "-", "unavailable"
+        else:
+            miss = "%s (%s - %s)" % (format(int(mm), ","), format(int(mlo), ","), format(int(mhi), ",")) \
+                if mm is not None else "-"
+            rel = "%.2fx" % (mm / fm) if mm is not None and fm else "-"
+            l1s = format(int(statistics.median(l1)), ",") if l1 else "-"
+        npl, cross = c.field_stats("ns_per_line")[0], c.field_stats("cross_pct")[0]
+        notes = [x for x in (status_str(c), disturbed_str(c)) if x]
+        if c.impl == "ito" and c.used_runs():
+            notes.append("steals %d, idle sleeps %d, switches %s" % (
+                c.field_stats("steals")[0], c.field_stats("idle_sleeps")[0],
+                format(int(c.field_stats("switches")[0]), ",")))
+        elif c.used_runs():
+            notes.append("kernel switches %s" % format(int(c.field_stats("kernel_switches")[0]), ","))
+        busy = c.field_stats("busiest_cpu_pct")[0]
+        if busy is not None and c.cpus > 1 and busy > 100.0 / c.cpus + 10:
+            notes.append("unbalanced: %.0f %% of the turns on one CPU" % busy)
+        mig = c.field_stats("migrations_pct")[0]
+        if mig is not None and mig >= 0.05:
+            notes.append("a thread on another CPU than its previous turn: %.1f %%" % mig)
+        is_t = c.key == "groups/affinity-groups/%d" % GROUPS_WRITE_PCT
+        rows.append([c.label, c.impl, c.cpus, "%s (%s)" % (fmt_ns(med), fmt_range(lo, hi, "ns")) if med else "-",
+                     "%.2fx" % (fifo.median() / med) if fifo and fifo.median() and med else "-",
+                     "%.2fx" % (pth.median() / med) if pth and pth.median() and med else "-",
+                     miss, rel, l1s, "%.2f" % npl if npl is not None else "-",
+                     "%.0f %%" % cross if cross is not None else "-", reps_str(c),
+                     "; ".join("%s %s" % (("time" if t["id"] == "groups_time" else "misses"), target_str(t))
+                               for t in tt if t) if is_t else "",
+                     " / ".join(met_str(t) for t in tt if t) if is_t else "", "; ".join(notes)])
+    return headers, rows
+
+
 def load_line(cfgs, ncpu):
     """How busy the rest of the machine kept the CPUs during an experiment."""
     v = [(r["other_load_cpus"], r["wall_s"]) for c in cfgs for r in c.runs
@@ -1445,6 +1562,28 @@ def experiment_tables(exp, cfgs, by_key, targets, ncpu):
                  "computes %s ms, sleeps %s ms, computes again, exits (a thread per CPU in both); medians over the "
                  "runs of each run's percentiles" % (cpu_label(c.cpus), d.get("rounds", "?"), d.get("phase_ms", "?"),
                                                       d.get("phase_ms", "?")), h, r)]
+    if exp == "groups":
+        out = []
+        why = groups_counters_reason(cfgs)
+        for wp in sorted({c.group for c in cfgs}):
+            cs = [c for c in cfgs if c.group == wp]
+            d = next((r["data"] for c in cs for r in c.ok_runs()), {})
+            h, r = groups_table(cs, by_key, targets, wp)
+            sub = ("%d %% writes. bench/groups on %s: %s groups of %s threads, each group a working set of %s KiB (%s KiB per CPU "
+                   "when the groups are spread evenly, %s KiB in all; L2 %s KiB per CPU%s, L3 %s KiB); each thread "
+                   "makes %s turns, each a sweep of its group's set in scattered order reading in every line a word "
+                   "another member writes and adding to its own word in %d %% of the lines, then yields; times: "
+                   "median (min-max); fifo/this and pthread/this: how many times faster than fifo and than POSIX "
+                   "threads; ns per line: a turn's time per line visited; turns after another CPU: the share of "
+                   "turns whose group's previous turn ran on another CPU (vproc)" % (
+                       wp, cpu_label(cs[0].cpus), d.get("ngroups", "?"), d.get("threads_per_group", "?"),
+                       d.get("ws_kib", "?"), d.get("sets_per_cpu_kib", "?"), d.get("sets_total_kib", "?"),
+                       d.get("l2_kib", "?"), ", shared" if d.get("l2_shared") else ", private",
+                       d.get("l3_kib", "?"), format(d.get("rounds", 0), ","), wp))
+            if why:
+                sub += ". Cache misses: hardware counters unavailable: " + why
+            out.append((sub, h, r))
+        return out
     if exp == "handoff":
         h, r = handoff_table(cfgs, by_key, targets)
         c = cfgs[0]
@@ -1718,6 +1857,56 @@ def plots(report, by_key, cfgs_by_exp, ncpu, cpu_model):
         ax.grid(True, which="both", alpha=0.3)
         ax.legend()
         save(fig, "decision.png")
+    # thread groups (seed 004): run time per configuration, and the misses where counted
+    gr = [c for c in cfgs_by_exp.get("groups", []) if c.median()]
+    if gr:
+        wps = sorted({c.group for c in gr})
+        counted = not groups_counters_reason(gr)
+        fig, axs = plt.subplots(1, 2, figsize=(11, 4.4))
+        names = [n for n, *_ in GROUPS_CONFIGS]
+        colors = ["tab:red", "tab:green", "tab:purple", "tab:blue", "tab:orange"]
+        w = 0.8 / len(wps)
+        for k, wp in enumerate(wps):
+            for i, (name, label, _, _) in enumerate(GROUPS_CONFIGS):
+                c = by_key.get("groups/%s/%d" % (name, wp))
+                if not c or not c.median():
+                    continue
+                x = i + (k - (len(wps) - 1) / 2) * w
+                v, lo, hi = err(c, 1e-9)
+                axs[0].bar([x], [v], w, yerr=[[lo], [hi]], capsize=3, color=colors[i],
+                           alpha=1.0 if wp == GROUPS_WRITE_PCT else 0.5)
+                f = by_key.get("groups/fifo/%d" % wp)
+                tag = ("%d%%: " % wp if len(wps) > 1 else "") + (
+                    "%.2fx" % (f.median() / c.median()) if f and f.median() else "")
+                axs[0].text(x, v + hi + 0.01 * v, tag, ha="center", va="bottom", fontsize=7)
+                if counted:
+                    m, mlo, mhi = groups_misses(c)
+                    if m is not None:
+                        axs[1].bar([x], [m / 1e6], w, yerr=[[(m - mlo) / 1e6], [(mhi - m) / 1e6]], capsize=3,
+                                   color=colors[i], alpha=1.0 if wp == GROUPS_WRITE_PCT else 0.5)
+                else:
+                    npl = c.field_stats("ns_per_line")
+                    axs[1].bar([x], [npl[0]], w, yerr=[[npl[0] - npl[1]], [npl[2] - npl[0]]], capsize=3,
+                               color=colors[i], alpha=1.0 if wp == GROUPS_WRITE_PCT else 0.5)
+        labels = ["fifo", "ws", "affinity\nno groups", "affinity\n+ groups", "POSIX\nthreads"]
+        for ax in axs:
+            ax.set_xticks(range(len(names)))
+            ax.set_xticklabels(labels, fontsize=8)
+            ax.grid(axis="y", alpha=0.3)
+            ax.set_ylim(bottom=0)
+        axs[0].set_ylabel("run time (s), median and min-max")
+        axs[0].set_title("run time (label: fifo time / this)", fontsize=9)
+        if counted:
+            axs[1].set_ylabel("cache misses (millions, user space, whole process)")
+            axs[1].set_title("PERF_COUNT_HW_CACHE_MISSES, median and min-max", fontsize=9)
+        else:
+            axs[1].set_ylabel("ns per line visited (a turn's time / its lines)")
+            axs[1].set_title("hardware counters unavailable: a turn's time per line instead", fontsize=9)
+        d = next(r["data"] for c in gr for r in c.ok_runs())
+        fig.suptitle("Threads sharing data (seed 004): %d groups of %d threads, %d KiB per group, %s writes, %s\n%s" % (
+            d["ngroups"], d["threads_per_group"], d["ws_kib"], ", ".join("%d %%" % x for x in wps),
+            cpu_label(gr[0].cpus), machine), fontsize=9, y=1.04)
+        save(fig, "groups.png")
     for part, xlabel in (("a", "threads T (n = 1,000)"), ("b", "integers summed per thread n (T = 25)")):
         cs_all = [c for c in cfgs_by_exp.get("sumthreads", []) if c.group == part and c.median()]
         if not cs_all:
@@ -1762,6 +1951,7 @@ measures ito beside POSIX threads (glibc NPTL) in the same run:
 | matrix multiply | seed 001 Figs. 4, 5 | C = A x B in doubles; Fig. 4: 4 threads, size varied, 1 CPU vs all; Fig. 5: 512 x 512, 1 to 4096 threads; results checked |
 | memory | the issue | resident memory per thread with 1,000,000 ito threads blocked at once (POSIX threads: up to 10,000) |
 | kernel signal-wait | seed 000 section 5.2 | two threads ping-pong a message through two pipes (or eventfds) with blocking reads and writes (ito: ito_read/ito_write on io_uring); round trip, on one processor and across two |
+| thread groups | seed 004 section 3 | groups of threads sharing a working set each (4 groups per CPU, 4 threads each), every thread sweeping its group's set and writing a share of its lines, then yielding; fifo, ws, affinity without and with groups, POSIX threads; run time and hardware cache misses |
 | echo server | the issue | TCP echo server on loopback, one thread per connection, 100 / 1,000 / 10,000 connections of a closed-loop client (a separate process, the same for both); throughput and p99 latency |
 
 How to read the tables: each configuration ran several times, each time in a fresh process (`reps`:
@@ -1831,7 +2021,7 @@ def write_report(path, info, args, ran, cfgs_by_exp, by_key, targets, ncpu, pngs
             L.append("- `%s` rep %d: %s" % (f["argv"], f["rep"], f["error"]))
         L.append("")
     figs = {"nullfork": None, "signalwait": "micro.png", "nbody": "nbody_speedup.png", "memory": "memory.png",
-            "echo": "echo.png", "fig3": "fig3.png"}
+            "echo": "echo.png", "fig3": "fig3.png", "groups": "groups.png"}
     for exp in ran:
         L.append("## %s\n" % TITLES[exp])
         L.append("Reproduces %s.\n" % SOURCES[exp])
@@ -1944,6 +2134,25 @@ EXP_NOTES = {
             "loop the mean latency is connections / throughput whatever the server does. A point "
             "that a system limit (RLIMIT_NOFILE, ephemeral ports, RLIMIT_NPROC) does not allow is skipped "
             "and says so.",
+    "groups": "bench/groups: word j of a line belongs to member j, the only one that writes it; every member reads "
+              "a word of the next member's, so each line is shared by the group, and the writes invalidate the copies "
+              "other CPUs hold (seed 004's shared data). The default working set per group is L2 / (2 x groups per "
+              "CPU), rounded down to a power of two: the sets of the groups one CPU holds under affinity with groups "
+              "fill half its L2, while a CPU that runs every group's threads (fifo) cycles through all of them. The "
+              "visits are scattered (a stride of 0.6 of the set, a page or more apart), so that no prefetcher "
+              "follows them, but independent: the CPU overlaps their misses. Threads are spawned group by group; "
+              "with 'affinity' and groups each group gets a home vproc round-robin and runs only there. Cache "
+              "misses are PERF_COUNT_HW_CACHE_MISSES for the whole process (user space, counters inherited by every "
+              "thread, ito's vprocs included), over the same span as the time; where the machine exposes no PMU (a "
+              "virtual machine) the table says so and the target on misses is not measurable. Every run verifies "
+              "every word of every set (each writer's additions, whatever the interleaving). How the policies place "
+              "the threads (main spawns them all on vproc 0): fifo runs whichever thread is oldest on whichever vproc "
+              "is free, so a group's consecutive turns land on either CPU and two members often run at once; ws "
+              "leaves a thread where it is, and the idle vproc steals half of vproc 0's deque, the oldest threads, "
+              "which with group-by-group spawning tends to be whole groups (with members spawned interleaved, ws "
+              "splits every group); affinity without groups keeps a thread where it last ran and lets an idle "
+              "vproc take only a thread that never ran or has waited ITO_AFFINITY_IDLE_US (500 us), which threads "
+              "that yield every few microseconds never do: the notes say when one CPU ran most of the turns.",
     "memory": "VmRSS after all threads block, minus VmRSS before creating them, divided by the count. "
               "VmRSS does not include the kernel's own 16 KiB stack per kernel thread, so the POSIX-threads "
               "figure understates their cost. The count is lowered (and the target not met) only if the "
