@@ -78,7 +78,7 @@ SOURCES = {
     "groups": "seed 004 section 3 (SKY-1: same-processor priority, thread grouping, load balancing)",
 }
 
-POLICIES = ["prio", "prio-shared", "ws", "fifo"]
+POLICIES = ["prio", "prio-shared", "ws", "fifo", "affinity"]
 
 # The groups experiment's configurations: (name, label, ITO_POLICY, --groups);
 # None: POSIX threads. "fifo" is the single-queue scheduler seed 004 compares with.
