@@ -18,7 +18,8 @@
  *      whole, while none of its threads runs, never a pinned one
  *      (ITO_GROUP_PINNED). A thread that never ran, or one queued on a vproc
  *      whose CPU shares a cache up to L2 with the thief's (hwloc), may be
- *      taken at once. So may the oldest thread of a vproc that had threads
+ *      taken at once, unless it has a preferred vproc. So may the oldest
+ *      such thread of a vproc that had threads
  *      queued at every look of the thief for the idle time: threads that
  *      take turns quickly never wait that long each, but such a backlog,
  *      beside an idle vproc, is an imbalance that lasts, not a burst (as
@@ -343,7 +344,11 @@ static ito_policy_node_t *take_from(ito_policy_vproc_t *vp, int x, struct aff_vp
     for (ito_policy_node_t *n = o->head; n && scanned < AFF_SCAN_MAX; n = n->next, scanned++) {
         uint64_t stamp = (uint64_t)word(n, 0);
         uint64_t waited = now > stamp ? now - stamp : 0;   /* counters of two cores may differ a little */
-        if (!near && !(word(n, 1) & AFF_NEVER_RAN) && (!idle || waited < idle)) {
+        bool long_enough = idle && waited >= idle;
+        /* A thread that asked for its vproc (ito_attr_set_vproc) leaves it
+         * only after waiting the idle time itself. */
+        bool shortcut = (near || (word(n, 1) & AFF_NEVER_RAN)) && ito_policy_node_vproc_hint(n) < 0;
+        if (!long_enough && !shortcut) {
             if (idle && idle - waited < *soonest)
                 *soonest = idle - waited;
             continue;
