@@ -16,24 +16,24 @@
  *      least ITO_AFFINITY_IDLE_US (default 500 µs; Linux's migration cost) —
  *      their data has likely left the cache anyway — and a group only as a
  *      whole, while none of its threads runs, never a pinned one
- *      (ITO_GROUP_PINNED). A thread that never ran, or one queued on a vproc
- *      whose CPU shares a cache up to L2 with the thief's (hwloc), may be
- *      taken at once, unless it has a preferred vproc. So may the oldest
- *      such thread of a vproc that had threads
- *      queued at every look of the thief for the idle time: threads that
- *      take turns quickly never wait that long each, but such a backlog,
- *      beside an idle vproc, is an imbalance that lasts, not a burst (as
- *      Linux migrates cache-hot tasks after repeated failed balancing).
+ *      (ITO_GROUP_PINNED). Three shortcuts, none for a thread that has a
+ *      preferred vproc: a thread that never ran may be taken at once; so may
+ *      one queued on a vproc whose CPU shares an L1 or L2 with the thief's
+ *      (hwloc); and so may the oldest thread of a vproc that had threads
+ *      queued at each of the thief's looks for the idle time — threads that
+ *      take turns quickly never wait that long each, but such a backlog
+ *      beside an idle vproc is an imbalance that lasts, not a burst (Linux
+ *      likewise migrates cache-hot tasks after repeated failed balancing).
  *      Thieves look at the nearest vprocs first: those that share the
  *      smallest cache with them.
  *
  * Structures. Each vproc has a FIFO of ready threads (doubly linked, for
  * `take`) under a spinlock, taken by its owner (pick, its own enqueues), by
- * vprocs that place a thread there (rule 1 and 2: then ito_policy_wake) and
+ * vprocs that place a thread there (rules 1 and 2: then ito_policy_wake) and
  * by thieves; nobody holds two of these locks at once. Node words: word[0]
- * the time the thread was queued (time-stamp counter), word[1] 1 + the index of the vproc
- * whose FIFO holds it (0: none) | NEVER_RAN. Group words: word[0] 1 + the
- * index of its home (0: none yet).
+ * the time the thread was queued (time-stamp counter); word[1] 1 + the index
+ * of the vproc whose FIFO holds it (0: none), | NEVER_RAN. Group words:
+ * word[0] 1 + the index of its home (0: none yet).
  *
  * Why a group's threads never run at the same time. A vproc runs a group
  * member only if, at its pick, under its own lock, it is the group's home
@@ -65,9 +65,10 @@
 
 /* How long a thread has waited is measured in time-stamp-counter cycles: a
  * clock read at every enqueue would cost more than the rest of the policy
- * (bench/yield: 48 ns per yield with it, 33 without; "ws": 21). The length of ITO_AFFINITY_IDLE_US
- * in cycles is learned from the first steal at least AFF_CALIBRATE_NS after
- * initialization; until then only threads that never ran, or wait near, move. */
+ * (bench/yield: 48 ns per yield with it, 33 without; "ws": 21). The length
+ * of ITO_AFFINITY_IDLE_US in cycles is learned at the first steal at least
+ * AFF_CALIBRATE_NS after initialization; until then only the shortcuts of
+ * rule 3 that do not need it (never ran, near) move threads. */
 #define AFF_CALIBRATE_NS 1000000u
 
 struct aff {
