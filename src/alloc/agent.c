@@ -217,7 +217,7 @@ static int desired_want(void)
 static pid_t carrier_tid(const struct ito__vproc *vp)
 {
     struct ito__activation *c = ito__ks_carrier(atomic_load_explicit(&vp->kstate, memory_order_acquire));
-    return c ? c->tid : 0;
+    return c ? ito__activation_tid(c) : 0;
 }
 
 /* Does vp's carrier run a thread on a CPU now — not inside a blocking call

@@ -61,7 +61,7 @@ void ito__activation_setup_self(struct ito__activation *a)
 {
     ito__tls_act = a;
     a->errno_ptr = &errno;
-    a->tid = gettid();
+    __atomic_store_n(&a->tid, gettid(), __ATOMIC_RELEASE);   /* others read it (ito__activation_tid) */
     a->pthread = pthread_self();
     a->critical_word = &ito__tls_critical;
     if (pthread_getcpuclockid(a->pthread, &a->cpu_clock) != 0)

@@ -59,7 +59,8 @@ struct ito__activation {
     struct ito__thread *pending;    /* for the scheduler context to run next (sched.c) */
     struct ito__stack sched_stack;  /* bounds of that context's stack */
     int *errno_ptr;                 /* this kernel thread's errno */
-    pid_t tid;
+    pid_t tid;                      /* written once by the activation itself at its start;
+                                       others read it through ito__activation_tid */
     pthread_t pthread;
     bool adopted;                   /* the initializing kernel thread */
     void *altstack;                 /* signal stack (stack overflow reports) */
@@ -154,6 +155,14 @@ struct ito__vproc {
 } ITO_ALIGNED_CACHELINE;
 
 enum { ITO_KS_RUN = 0, ITO_KS_KERNEL = 1, ITO_KS_STEAL = 2, ITO_KS_MASK = 3 };
+
+/* The kernel thread id of activation a, or 0 while it is still starting: a
+ * vproc names its new carrier (kstate) before that thread has run. Acquire
+ * pairs with the release store in ito__activation_setup_self. */
+static inline pid_t ito__activation_tid(const struct ito__activation *a)
+{
+    return __atomic_load_n(&a->tid, __ATOMIC_ACQUIRE);
+}
 
 /* The activation named by a kstate value. */
 static inline struct ito__activation *ito__ks_carrier(uintptr_t ks)

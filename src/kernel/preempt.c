@@ -292,9 +292,10 @@ ITO_API void ito_policy_preempt(int index)
         struct ito__activation *c = ito__ks_carrier(ks);
         /* Release pairs with the handler's acquire load. Only the first
          * request signals; the owner clears the flag when it picks. */
-        if ((ks & ITO_KS_MASK) == ITO_KS_RUN && c &&
+        pid_t tid = c ? ito__activation_tid(c) : 0;
+        if ((ks & ITO_KS_MASK) == ITO_KS_RUN && tid &&
             !atomic_exchange_explicit(&vp->displace, true, memory_order_release))
-            ito__preempt_poke(c->tid);
+            ito__preempt_poke(tid);
     }
     ito__critical_exit();
 }

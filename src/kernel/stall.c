@@ -88,7 +88,7 @@ bool ito__stall_take(struct ito__vproc *vp, struct ito__activation *carrier, str
     uint64_t c1, c2;
     /* A cheap look first: a carrier inside a section is not to be robbed. */
     if (__atomic_load_n(carrier->critical_word, __ATOMIC_RELAXED) != 0 || !ito__stall_cpu_time(carrier, &c1) ||
-        !ito__procstat_asleep(carrier->tid))
+        !ito__activation_tid(carrier) || !ito__procstat_asleep(ito__activation_tid(carrier)))
         return false;
     uintptr_t run = (uintptr_t)carrier | ITO_KS_RUN, steal = (uintptr_t)carrier | ITO_KS_STEAL;
     if (!atomic_compare_exchange_strong_explicit(&vp->kstate, &run, steal, memory_order_acq_rel,
