@@ -237,14 +237,17 @@ int main(int argc, char **argv)
         AWAIT(atomic_load(&progress[k]) > before[k] + 2);
 
     /* Killed: its processors come back. */
-    int added0 = atomic_load(&added);
+    int added0 = atomic_load(&added), held0 = info().held;
+    printf("alloc_processes: before the kill: %d of %d vprocs held\n", held0, n);
     finish(b);
     /* Its processors: the process count may lag, since a dead process
      * that had declared itself idle holds nothing anyone wants (agent.c:
      * liveness is checked by a process that wants more than it holds). */
     ms = AWAIT(info().held == n);
     printf("alloc_processes: the other process killed: all %d vprocs back after %.1f ms\n", n, ms);
-    AWAIT(atomic_load(&added) >= added0 + (n - n / 2));
+    /* Each processor it held comes back as "processor added". (Under TSan
+     * and a loaded machine it was seen to have given them back already.) */
+    AWAIT(atomic_load(&added) >= added0 + (n - held0));
 
     /* An idle process keeps no processor of its own. */
     pid_t c = start("idle", NULL);

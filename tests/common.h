@@ -128,6 +128,35 @@ static inline int test_run_self(const char *arg, char *err, size_t errlen)
     return st;
 }
 
+/* Run part() in a forked child that first sets the environment variables
+ * env (pairs of name and value, NULL-terminated; NULL for none), then
+ * initializes ito with `vprocs` vprocs (0: the default): for settings chosen
+ * at initialization. Aborts, naming the part, if the child fails. Call it
+ * before ito is initialized in the parent. */
+static inline void test_run_part(const char *test, const char *name, void (*part)(void), int vprocs,
+                                 const char *const *env)
+{
+    fflush(stdout);
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        for (int i = 0; env && env[i]; i += 2)
+            setenv(env[i], env[i + 1], 1);
+        ito_config_t c = ITO_CONFIG_INIT;
+        c.vprocs = vprocs;
+        OK(ito_init(&c));
+        part();
+        fflush(stdout);
+        _exit(0);
+    }
+    int st;
+    CHECK(waitpid(pid, &st, 0) == pid);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+        fprintf(stderr, "%s: part \"%s\" failed\n", test, name);
+        abort();
+    }
+}
+
 /* Describe a wait status (for failure messages). */
 static inline const char *test_status_str(int st, char *buf, size_t len)
 {

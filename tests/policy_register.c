@@ -85,22 +85,18 @@ static void case_errors(void)
     CHECK(strcmp(ito_policy_name(), "ws") == 0);
 }
 
+static const char *const builtin_names[] = { "ws", "fifo", "prio", "prio-shared", "affinity" };
+
 /* The built-in names are taken from the start, before anything has
  * initialized ito; registering them must not succeed (and must not break
  * the initialization that follows). */
 static void case_builtin_names_before_init(void)
 {
     ito_policy_ops_t o = lifo_ops;
-    o.name = "ws";
-    CHECK_EQ(ito_policy_register(&o), EEXIST);
-    o.name = "fifo";
-    CHECK_EQ(ito_policy_register(&o), EEXIST);
-    o.name = "prio";
-    CHECK_EQ(ito_policy_register(&o), EEXIST);
-    o.name = "prio-shared";
-    CHECK_EQ(ito_policy_register(&o), EEXIST);
-    o.name = "affinity";
-    CHECK_EQ(ito_policy_register(&o), EEXIST);
+    for (size_t i = 0; i < sizeof builtin_names / sizeof *builtin_names; i++) {
+        o.name = builtin_names[i];
+        CHECK_EQ(ito_policy_register(&o), EEXIST);
+    }
     OK(ito_init(NULL));
     CHECK(strcmp(ito_policy_name(), "ws") == 0);
 }
@@ -109,16 +105,10 @@ static void case_builtin_names_after_init(void)
 {
     OK(ito_init(NULL));
     ito_policy_ops_t o = lifo_ops;
-    o.name = "ws";
-    CHECK_EQ(ito_policy_register(&o), EEXIST);
-    o.name = "fifo";
-    CHECK_EQ(ito_policy_register(&o), EEXIST);
-    o.name = "prio";
-    CHECK_EQ(ito_policy_register(&o), EEXIST);
-    o.name = "prio-shared";
-    CHECK_EQ(ito_policy_register(&o), EEXIST);
-    o.name = "affinity";
-    CHECK_EQ(ito_policy_register(&o), EEXIST);
+    for (size_t i = 0; i < sizeof builtin_names / sizeof *builtin_names; i++) {
+        o.name = builtin_names[i];
+        CHECK_EQ(ito_policy_register(&o), EEXIST);
+    }
 }
 
 /* Registers uniquely named copies of lifo_ops until the registry refuses

@@ -15,8 +15,6 @@
 
 #include <ito/policy.h>
 #include <stdatomic.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 /* ------------------------------------------------------------ order */
 
@@ -195,39 +193,19 @@ static void part_shares(void)
 
 /* --------------------------------------------------------------- run */
 
-static void run(const char *name, void (*part)(void), int vprocs, int slice_us)
+static void run(const char *name, void (*part)(void), int vprocs, const char *slice_us)
 {
-    fflush(stdout);
-    pid_t pid = fork();
-    CHECK(pid >= 0);
-    if (pid == 0) {
-        if (slice_us) {
-            char s[16];
-            snprintf(s, sizeof s, "%d", slice_us);
-            setenv("ITO_TIMESLICE_US", s, 1);
-        }
-        ito_config_t c = ITO_CONFIG_INIT;
-        c.vprocs = vprocs;
-        OK(ito_init(&c));
-        part();
-        fflush(stdout);
-        _exit(0);
-    }
-    int st;
-    CHECK(waitpid(pid, &st, 0) == pid);
-    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-        fprintf(stderr, "prio: part \"%s\" failed\n", name);
-        abort();
-    }
+    const char *const env[] = { "ITO_TIMESLICE_US", slice_us, NULL };
+    test_run_part("prio", name, part, vprocs, slice_us ? env : NULL);
 }
 
 int main(void)
 {
     const char *p = getenv("ITO_POLICY");
     CHECK(p && (!strcmp(p, "prio") || !strcmp(p, "prio-shared")));
-    run("order", part_order, 1, 0);
-    run("waker gives way", part_waker_gives_way, 1, 0);
-    run("remote gives way", part_remote_gives_way, 2, 0);
-    run("shares", part_shares, 1, 1000);
+    run("order", part_order, 1, NULL);
+    run("waker gives way", part_waker_gives_way, 1, NULL);
+    run("remote gives way", part_remote_gives_way, 2, NULL);
+    run("shares", part_shares, 1, "1000");
     return 0;
 }

@@ -115,11 +115,8 @@ void ito__group_exit(struct ito__thread *t)
 /* t, named by th, locked and not exited: NULL for ESRCH. */
 static struct ito__thread *lock_member(ito_thread_t th)
 {
-    if (ito__ensure_init() != 0)
-        return NULL;
-    uint64_t ctl;
-    struct ito__thread *t = ito__handle_lookup(th.id, &ctl);
-    if (!t || !ito__thread_lock_live(t, th.id))
+    struct ito__thread *t = ito__thread_lock_handle(th);
+    if (!t)
         return NULL;
     if (group_of(t) == ITO__GROUP_GONE ||
         (atomic_load_explicit(&t->ctl, memory_order_relaxed) & ITO_CTL_EXITED)) {

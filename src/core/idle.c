@@ -120,13 +120,23 @@ void ito__wake_one(void)
     }
 }
 
-void ito__vproc_kick(struct ito__vproc *vp)
+/* Something was placed where vp looks (its inbox, its policy's structure):
+ * wake vp if it sleeps; false if vp has no processor. The placer's side of
+ * the Dekker pairs of a vproc going to sleep (it stores SLEEPING, runs the
+ * heavy fence, then looks) and of a vproc parking (it stores REVOKED, runs
+ * the heavy fence, then gives away what it holds, revoke.c): either that
+ * look sees the placement, or we see the state here. */
+static bool kick(struct ito__vproc *vp)
 {
     ito__fence_light();
-    /* A vproc without a processor gives the thread back (revoke.c: the
-     * Dekker pair of its park). */
-    if (!ito__vproc_wake(vp) &&
-        ITO_UNLIKELY(atomic_load_explicit(&vp->run_state, memory_order_relaxed) == ITO_VP_REVOKED))
+    return ito__vproc_wake(vp) ||
+           atomic_load_explicit(&vp->run_state, memory_order_relaxed) != ITO_VP_REVOKED;
+}
+
+void ito__vproc_kick(struct ito__vproc *vp)
+{
+    /* A vproc without a processor gives the thread back (revoke.c). */
+    if (ITO_UNLIKELY(!kick(vp)))
         ito__revoke_rescue(vp);
 }
 
@@ -134,16 +144,7 @@ ITO_API bool ito_policy_wake(int vproc)
 {
     if (vproc < 0 || !ito__initialized() || vproc >= ito__rt.nvprocs)
         return false;
-    struct ito__vproc *vp = ito__rt.vprocs[vproc];
-    /* The placer's side of the Dekker pairs of a vproc going to sleep (it
-     * stores SLEEPING, runs the heavy fence, then picks) and of a vproc
-     * parking (it stores REVOKED, runs the heavy fence, then gives its
-     * queued threads away, revoke.c): either that pick or give-away sees the
-     * placement, or we see the state here. */
-    ito__fence_light();
-    if (ito__vproc_wake(vp))
-        return true;
-    return atomic_load_explicit(&vp->run_state, memory_order_relaxed) != ITO_VP_REVOKED;
+    return kick(ito__rt.vprocs[vproc]);
 }
 
 /* A timer was armed for `deadline`: wake a sleeper that would oversleep it. */

@@ -486,8 +486,7 @@ ITO_API ito_thread_t ito_self(void)
     return (ito_thread_t){ ito__thread_id(self, atomic_load_explicit(&self->ctl, memory_order_relaxed)) };
 }
 
-/* Look up th and lock it; the caller unlocks. NULL: ESRCH. */
-static struct ito__thread *lock_handle(ito_thread_t th)
+struct ito__thread *ito__thread_lock_handle(ito_thread_t th)
 {
     if (ito__ensure_init() != 0)
         return NULL;
@@ -521,7 +520,7 @@ static void wait_stopped(struct ito__thread *t, uint64_t id)
 
 ITO_API int ito_suspend(ito_thread_t th)
 {
-    struct ito__thread *t = lock_handle(th);
+    struct ito__thread *t = ito__thread_lock_handle(th);
     if (!t)
         return ESRCH;
     int s = ito__thread_state(t);
@@ -549,7 +548,7 @@ ITO_API int ito_suspend(ito_thread_t th)
 
 ITO_API int ito_resume(ito_thread_t th)
 {
-    struct ito__thread *t = lock_handle(th);
+    struct ito__thread *t = ito__thread_lock_handle(th);
     if (!t)
         return ESRCH;
     if (ito__thread_state(t) == ITO_TS_EXITED) {
@@ -618,7 +617,7 @@ ITO_API int ito_set_entry(ito_thread_t th, void *(*fn)(void *), void *arg)
      * context): give such moments a chance to pass, outside the lock. */
     bool fenced = false;
     for (int tries = 0;; tries++) {
-        struct ito__thread *t = lock_handle(th);
+        struct ito__thread *t = ito__thread_lock_handle(th);
         if (!t)
             return ESRCH;
         int e = set_entry_locked(t, fn, arg, fenced);
@@ -643,7 +642,7 @@ ITO_API int ito_set_priority(ito_thread_t th, int prio)
 {
     if (prio < 0 || prio > ITO_PRIO_MAX)
         return EINVAL;
-    struct ito__thread *t = lock_handle(th);
+    struct ito__thread *t = ito__thread_lock_handle(th);
     if (!t)
         return ESRCH;
     __atomic_store_n(&t->prio, prio, __ATOMIC_RELAXED);   /* policies read it without t->lk */
@@ -655,7 +654,7 @@ ITO_API int ito_get_priority(ito_thread_t th, int *prio)
 {
     if (!prio)
         return EINVAL;
-    struct ito__thread *t = lock_handle(th);
+    struct ito__thread *t = ito__thread_lock_handle(th);
     if (!t)
         return ESRCH;
     *prio = __atomic_load_n(&t->prio, __ATOMIC_RELAXED);
@@ -670,7 +669,7 @@ ITO_API int ito_set_data(ito_thread_t th, void *data)
         self->data = data;   /* a running thread cannot be freed: no lock */
         return 0;
     }
-    struct ito__thread *t = lock_handle(th);
+    struct ito__thread *t = ito__thread_lock_handle(th);
     if (!t)
         return ESRCH;
     t->data = data;
@@ -683,7 +682,7 @@ ITO_API void *ito_get_data(ito_thread_t th)
     struct ito__thread *self = ito__thread_self();
     if (self && th.id == ito__thread_id(self, atomic_load_explicit(&self->ctl, memory_order_relaxed)))
         return self->data;
-    struct ito__thread *t = lock_handle(th);
+    struct ito__thread *t = ito__thread_lock_handle(th);
     if (!t)
         return NULL;
     void *d = t->data;
@@ -698,7 +697,7 @@ ITO_API int ito_set_name(ito_thread_t th, const char *name)
     size_t n = strlen(name);
     if (n >= ITO_NAME_MAX)
         return ERANGE;
-    struct ito__thread *t = lock_handle(th);
+    struct ito__thread *t = ito__thread_lock_handle(th);
     if (!t)
         return ESRCH;
     memcpy(t->name, name, n + 1);
@@ -710,7 +709,7 @@ ITO_API int ito_get_name(ito_thread_t th, char *buf, size_t len)
 {
     if (!buf)
         return EINVAL;
-    struct ito__thread *t = lock_handle(th);
+    struct ito__thread *t = ito__thread_lock_handle(th);
     if (!t)
         return ESRCH;
     size_t n = strlen(t->name);

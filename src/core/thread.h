@@ -204,6 +204,9 @@ int ito__ctl_change(struct ito__thread *t, uint64_t id, uint64_t *ctl, uint64_t 
                     int err, uint64_t set, uint64_t add);
 /* Lock t->lk and check that `id` still names t; false (unlocked) if stale. */
 bool ito__thread_lock_live(struct ito__thread *t, uint64_t id);
+/* Look up th (initializing ito if needed) and lock it; the caller unlocks
+ * t->lk. NULL: ESRCH. */
+struct ito__thread *ito__thread_lock_handle(ito_thread_t th);
 /* Create a thread (ito_spawn, ito_future_spawn); ctl_flags: ITO_CTL_FUTURE. */
 int ito__spawn(uint64_t *id_out, const ito_attr_t *attr, void *(*fn)(void *), void *arg, uint32_t ctl_flags);
 /* Wait until t has exited (t must be pinned: joined, or a touched future). MAY SWITCH. */
