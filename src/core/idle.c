@@ -306,6 +306,25 @@ static void stop_spinning(void)
         ito__wake_one();
 }
 
+/* Does a vproc whose processor was taken away still run a thread? Its
+ * carrier computes on our processors until its next safe point (the agent
+ * moved it there: alloc/agent.c), and the thread comes to a vproc that kept
+ * one when it parks (revoke.c): those are not idle meanwhile. Under TSan, or
+ * in a long critical section, that can take longer than the hysteresis.
+ * (One blocked in a call uses no processor: the monitor hands it off.)
+ * Relaxed: a stale answer only moves the hint by one hysteresis period. */
+static bool revocation_running(void)
+{
+    for (int i = 0; i < ito__rt.nvprocs; i++) {
+        struct ito__vproc *o = ito__rt.vprocs[i];
+        if (atomic_load_explicit(&o->revoke, memory_order_relaxed) &&
+            atomic_load_explicit(&o->run_state, memory_order_relaxed) == ITO_VP_BUSY &&
+            (atomic_load_explicit(&o->kstate, memory_order_relaxed) & ITO_KS_MASK) == ITO_KS_RUN)
+            return true;   /* not in a blocking call: it computes */
+    }
+    return false;
+}
+
 /* Tell the allocator whether vp is idle (agent.c), on transitions only. */
 static void declare_idle(struct ito__vproc *vp, bool idle)
 {
@@ -401,7 +420,7 @@ struct ito__thread *ito__idle_find(struct ito__vproc *vp)
         atomic_fetch_sub_explicit(&ito__rt.nsleeping, 1, memory_order_seq_cst);
         if (t || ito__vproc_revoked(vp))
             goto found;
-        if (idle_timeout)
+        if (idle_timeout && !revocation_running())
             declare_idle(vp, true);
         atomic_fetch_add_explicit(&ito__rt.nspinning, 1, memory_order_seq_cst);
         now = ito__now_ns();
