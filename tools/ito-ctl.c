@@ -11,7 +11,8 @@
  * --once prints one table and exits (2 if the table does not exist).
  *
  * It copies the table under its lock (src/alloc/table.c), so what it shows
- * is one consistent moment.
+ * is one consistent moment, after dividing the processors again as any
+ * process may: that drops the processes that have died.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -89,6 +90,7 @@ int main(int argc, char **argv)
     double last_t = 0;
     for (;;) {
         ito__alloc_lock(t);
+        ito__alloc_divide(t);   /* drops the dead: none of them is shown */
         memcpy(&snap, t, sizeof snap);
         ito__alloc_unlock(t);
         double now = now_s();

@@ -32,10 +32,13 @@
  *     new owner need not wait until the kernel runs it to its safe point.
  *     A vproc granted back is moved to its processor, then woken from
  *     REVOKED.
- *   - Liveness. While it wants more than it holds, it divides again twice a
- *     second, which drops the processes that have died (table.c: pid and
- *     start time): a killed process's processors go to the others within a
- *     second.
+ *   - Liveness. While it wants more than it holds, or shares a processor
+ *     with a process of higher priority (and so runs there at the idle
+ *     weight), it divides again twice a second, which drops the processes
+ *     that have died (table.c: pid and start time): a killed process's
+ *     processors go to the others within a second. A dead process that
+ *     wanted nothing and was above nobody is dropped by the next division
+ *     anyone makes (ito-ctl makes one at each refresh).
  * The process never holds fewer than one vproc (share.c gives everyone one).
  * At exit it leaves the table, so that its processors go at once.
  *
@@ -530,7 +533,7 @@ static void *agent_main(void *arg)
         if (ag.joined && desired_want() != ag.posted_want)
             continue;
         uint64_t now = ito__now_ns(), deadline = 0;
-        if (ag.posted_want > held_count()) {
+        if (ag.posted_want > held_count() || ito__cpumask_count(&ag.shared_above) > 0) {
             if (now >= next_check) {
                 /* A dead process's processors: a division drops it. */
                 next_check = now + LIVENESS_NS;
