@@ -110,11 +110,17 @@ static void *urgent(void *arg)
     return NULL;
 }
 
-static void part_remote_gives_way(void)
+/* Main (priority 20) stays on one vproc; a priority-0 spinner computes on
+ * the other; a priority-31 thread waits. Main's post finds the spinner's
+ * vproc running the least urgent thread. Returns false if the urgent thread
+ * ran on main's vproc instead: that happens when main's slice ends before
+ * the spinner's kernel thread, descheduled by the kernel on a loaded
+ * machine, gets the signal to give way (seen once under ASan in make test). */
+static bool remote_gives_way_once(void)
 {
-    /* Main (priority 20) stays on one vproc; a priority-0 spinner computes
-     * on the other; a priority-31 thread waits. Main's post finds the
-     * spinner's vproc running the least urgent thread. */
+    atomic_store(&stop_spin, 0);
+    atomic_store(&spinner_vp, -1);
+    atomic_store(&woken_vp, -1);
     OK(ito_sem_init(&sem, 0));
     OK(ito_set_priority(ito_self(), 20));
     ito_attr_t a;
@@ -138,15 +144,29 @@ static void part_remote_gives_way(void)
     /* Main keeps computing here: the urgent thread must take the other vproc. */
     while (atomic_load(&woken_vp) < 0)
         ;
-    CHECK_EQ(atomic_load(&woken_vp), atomic_load(&spinner_vp));
+    bool there = atomic_load(&woken_vp) == atomic_load(&spinner_vp);
     OK(ito_stats_get(&s1));
-    CHECK(s1.displacements > s0.displacements);
-    printf("prio: woken on the spinner's vproc after %.1f us (slice: 10 ms)\n",
-           (double)(atomic_load(&run_ns) - atomic_load(&post_ns)) / 1e3);
+    CHECK(!there || s1.displacements > s0.displacements);
+    if (there)
+        printf("prio: woken on the spinner's vproc after %.1f us (slice: 10 ms)\n",
+               (double)(atomic_load(&run_ns) - atomic_load(&post_ns)) / 1e3);
+    else
+        printf("prio: woken on the poster's vproc after %.1f us: the spinner had not given way\n",
+               (double)(atomic_load(&run_ns) - atomic_load(&post_ns)) / 1e3);
     atomic_store(&stop_spin, 1);
     OK(ito_join(u, NULL));
     OK(ito_join(sp, NULL));
     OK(ito_sem_destroy(&sem));
+    return there;
+}
+
+static void part_remote_gives_way(void)
+{
+    for (int attempt = 0; attempt < 5; attempt++)
+        if (remote_gives_way_once())
+            return;
+    fprintf(stderr, "the urgent thread never took the spinner's vproc in 5 attempts\n");
+    abort();
 }
 
 /* ------------------------------------------------- CPU shares (1 vproc) */
