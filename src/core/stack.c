@@ -22,7 +22,9 @@
  * stack, which a million threads cannot afford).
  *
  * Default-size stacks come from chunks (16 guarded or 256 unguarded stacks per
- * mmap); other sizes get a mapping each. Sizes here are what is mapped:
+ * mmap, and a page for the chunk's record); other sizes get a mapping each.
+ * Nothing here calls malloc: a vproc takes a stack when it starts a new
+ * thread, and that may happen in the time-slice signal's handler. Sizes here are what is mapped:
  * twice what threads ask for (ito__stack_reserve, stack.h).
  */
 #include "core/stack.h"
@@ -44,19 +46,14 @@
 #define ITO_CHUNK_UNGUARDED 256
 #define ITO_OTHER_POOL 64         /* pooled stacks of non-default sizes */
 
-/* One mmap of default-size stacks. */
+/* One mmap of default-size stacks; it lives as long as the process, in
+ * the page below them (map_chunk). */
 struct ito__stack_chunk {
     char *base;
     size_t len;
     unsigned n;           /* stacks carved from it */
     unsigned nfree;       /* of them, in the global pool (pool.lock) */
-    struct ito__stack_chunk *all_next;   /* every chunk (chunks) */
 };
-
-/* Chunks live as long as the process; this list keeps their records
- * reachable for leak checkers while every stack of a chunk sits in places
- * they do not scan. Pushed with a CAS; never popped. */
-static _Atomic(struct ito__stack_chunk *) chunks;
 
 struct pool {
     ito__spinlock lock;
@@ -71,6 +68,7 @@ static size_t page_size;
 size_t ito__stack_default_size;
 #define default_size ito__stack_default_size
 static _Atomic long guarded_left;      /* stacks that may still get a guard page */
+static long max_map_count;             /* read at init: later reads may run in a signal handler */
 
 size_t ito__stack_round(size_t size)
 {
@@ -93,7 +91,8 @@ int ito__stacks_init(size_t dflt)
 {
     page_size = (size_t)sysconf(_SC_PAGESIZE);
     default_size = ito__stack_round(ito__stack_reserve(dflt));
-    atomic_store(&guarded_left, read_max_map_count() / 4);
+    max_map_count = read_max_map_count();
+    atomic_store(&guarded_left, max_map_count / 4);
     return 0;
 }
 
@@ -109,7 +108,7 @@ static bool take_guard(long n)
                   "(%ld); new stacks get no guard page, and an overflow is detected late (when "
                   "the thread switches out). Raise it (sysctl -w vm.max_map_count=N) to keep "
                   "guard pages.",
-                  read_max_map_count());
+                  max_map_count);
     return false;
 }
 
@@ -132,8 +131,11 @@ static void pool_add(struct ito__stack *s, unsigned k, bool fresh)
         size_t cap = pool.cap ? pool.cap * 2 : 1024;
         while (cap < pool.n + k)
             cap *= 2;
-        struct ito__stack *items = realloc(pool.items, cap * sizeof *items);
-        if (!items)
+        void *items = pool.items ? mremap(pool.items, pool.cap * sizeof *pool.items, cap * sizeof *pool.items,
+                                          MREMAP_MAYMOVE)
+                                 : mmap(NULL, cap * sizeof *pool.items, PROT_READ | PROT_WRITE,
+                                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (items == MAP_FAILED)
             ito__panic("out of memory while pooling thread stacks");
         pool.items = items;
         pool.cap = cap;
@@ -170,21 +172,19 @@ static unsigned map_chunk(struct ito__stack *out, unsigned max)
     bool guarded = take_guard(ITO_CHUNK_GUARDED);
     unsigned n = guarded ? ITO_CHUNK_GUARDED : ITO_CHUNK_UNGUARDED;
     size_t stride = default_size + (guarded ? page_size : 0);
-    char *base = map(n * stride);
-    struct ito__stack_chunk *chunk = base ? malloc(sizeof *chunk) : NULL;
-    if (!chunk) {
-        if (base)
-            unmap(base, n * stride);
+    /* The chunk's record lives in a page of its own below its stacks (out
+     * of reach of the madvise that empties them): no malloc, since this
+     * runs when a vproc starts a new thread, also from the time-slice
+     * signal's handler. */
+    char *head = map(page_size + n * stride);
+    if (!head) {
         if (guarded)
             atomic_fetch_add(&guarded_left, ITO_CHUNK_GUARDED);
         return 0;
     }
-    *chunk = (struct ito__stack_chunk){ base, n * stride, n, 0, NULL };
-    /* Relaxed: only a leak checker at exit reads the list. */
-    chunk->all_next = atomic_load_explicit(&chunks, memory_order_relaxed);
-    while (!atomic_compare_exchange_weak_explicit(&chunks, &chunk->all_next, chunk, memory_order_relaxed,
-                                                  memory_order_relaxed))
-        ;
+    char *base = head + page_size;
+    struct ito__stack_chunk *chunk = (struct ito__stack_chunk *)head;
+    *chunk = (struct ito__stack_chunk){ base, n * stride, n, 0 };
     struct ito__stack extra[ITO_CHUNK_UNGUARDED];
     unsigned k = 0, nextra = 0;
     for (unsigned i = 0; i < n; i++) {
