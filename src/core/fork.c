@@ -13,10 +13,8 @@
  * affinity the process had before ito pinned anything, and the policy the
  * thread had before the allocator weakened it. The parent is untouched.
  *
- * Limit. posix_spawn, and system and popen built on it, do not run fork
- * handlers: their children inherit the calling carrier's pinning. Started
- * from an ito thread, such a child is best given its CPUs explicitly
- * (docs/guide.md).
+ * posix_spawn, and system and popen built on it, run no fork handlers:
+ * spawn.c lifts the caller's pinning around them instead.
  */
 #include "core/fork.h"
 
