@@ -90,26 +90,30 @@ static void unpinned_end(bool lifted)
 typedef int spawn_fn(pid_t *, const char *, const posix_spawn_file_actions_t *, const posix_spawnattr_t *,
                      char *const[], char *const[]);
 
+/* posix_spawn and posix_spawnp: the same call but for how the file is found. */
+static int spawn_via(_Atomic(void *) *real, const char *name, pid_t *pid, const char *file,
+                     const posix_spawn_file_actions_t *actions, const posix_spawnattr_t *attr, char *const argv[],
+                     char *const envp[])
+{
+    spawn_fn *f = (spawn_fn *)next(real, name);
+    bool lifted = unpinned_begin();
+    int r = f(pid, file, actions, attr, argv, envp);
+    unpinned_end(lifted);
+    return r;
+}
+
 ITO_API int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *actions,
                         const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
 {
     static _Atomic(void *) real;
-    spawn_fn *f = (spawn_fn *)next(&real, "posix_spawn");
-    bool lifted = unpinned_begin();
-    int r = f(pid, path, actions, attr, argv, envp);
-    unpinned_end(lifted);
-    return r;
+    return spawn_via(&real, "posix_spawn", pid, path, actions, attr, argv, envp);
 }
 
 ITO_API int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *actions,
                          const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
 {
     static _Atomic(void *) real;
-    spawn_fn *f = (spawn_fn *)next(&real, "posix_spawnp");
-    bool lifted = unpinned_begin();
-    int r = f(pid, file, actions, attr, argv, envp);
-    unpinned_end(lifted);
-    return r;
+    return spawn_via(&real, "posix_spawnp", pid, file, actions, attr, argv, envp);
 }
 
 ITO_API int system(const char *command)
