@@ -23,8 +23,8 @@
  * Limits. A carrier that runs at the idle weight (alloc/weight.c, a process
  * below a higher priority on a shared processor) still passes SCHED_IDLE
  * on: the agent alone knows whether it must stay so. A fully static program
- * (no dynamic C library) cannot use these: the C library's definitions
- * would clash with them at link time.
+ * (untried) has no next definition for dlsym to find: the first call stops
+ * the process with a message saying so.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -48,8 +48,8 @@ static void *next(_Atomic(void *) *cache, const char *name)
     if (!f) {
         f = dlsym(RTLD_NEXT, name);
         if (!f)
-            ito__panic("cannot find the C library's %s (dlsym: %s); a program that calls it cannot "
-                       "be linked fully statically with ito", name, dlerror());
+            ito__panic("cannot find the C library's %s (dlsym: %s); a program linked fully "
+                       "statically cannot call it with ito", name, dlerror());
         atomic_store_explicit(cache, f, memory_order_relaxed);
     }
     return f;

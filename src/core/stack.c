@@ -23,9 +23,10 @@
  *
  * Default-size stacks come from chunks (16 guarded or 256 unguarded stacks per
  * mmap, and a page for the chunk's record); other sizes get a mapping each.
- * Nothing here calls malloc: a vproc takes a stack when it starts a new
- * thread, and that may happen in the time-slice signal's handler. Sizes here are what is mapped:
- * twice what threads ask for (ito__stack_reserve, stack.h).
+ * Sizes here are what is mapped: twice what threads ask for
+ * (ito__stack_reserve, stack.h). After initialization nothing here calls
+ * malloc: a vproc takes a stack when it starts a new thread, and that may
+ * happen in the time-slice signal's handler.
  */
 #include "core/stack.h"
 
