@@ -31,7 +31,7 @@ static void *foreign(void *a)
 
 static void *start_vproc(void *a)
 {
-    *(int *)a = ito_vproc_self();
+    __atomic_store_n((int *)a, ito_vproc_self(), __ATOMIC_RELEASE);
     return NULL;
 }
 
@@ -94,6 +94,14 @@ int main(void)
             ito_thread_t t;
             int on = -2;
             OK(ito_spawn(&t, &a, start_vproc, &on));
+            /* Keep this vproc busy a little (no ito call, a time-slice
+             * aside), so that the preferred one, idle, is not raced by our
+             * join taking the thread here: under fifo's one queue, whichever vproc looks
+             * first runs it, and a woken vproc on a loaded machine (TSan)
+             * lost every race to the joiner in 20 tries once. */
+            uint64_t until = ito_now_ns() + 5000000;
+            while (v != ito_vproc_self() && __atomic_load_n(&on, __ATOMIC_ACQUIRE) == -2 && ito_now_ns() < until)
+                ;
             OK(ito_join(t, NULL));
             CHECK(on >= 0 && on < nvp);
             hits += on == v;
