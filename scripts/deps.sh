@@ -8,7 +8,7 @@ what=${1:-build}
 
 pkgs="cmake ninja-build gcc make pkg-config liburing-dev libhwloc-dev"
 case "$what" in
-  test) pkgs="$pkgs valgrind gdb" ;;
+  test) pkgs="$pkgs valgrind gdb python3 binutils" ;;
   run)  pkgs="$pkgs python3 python3-matplotlib" ;;
 esac
 

@@ -28,7 +28,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "alloc/table.h"
+#include "cpushare/table.h"
 #include "alloc_wait.h"
 #include "common.h"
 

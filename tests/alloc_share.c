@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "alloc/share.h"
+#include "cpushare/divide.h"
 #include "common.h"
 
 /* The table's rows mostly leave `max` out (0: as want). */

@@ -16,7 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "alloc/table.h"
+#include "cpushare/table.h"
 #include "base/futex.h"
 #include "common.h"
 

@@ -10,7 +10,7 @@
  * table was found damaged). Refreshes every --interval ms (default 1000);
  * --once prints one table and exits (2 if the table does not exist).
  *
- * It copies the table under its lock (src/alloc/table.c), so what it shows
+ * It copies the table under its lock (src/cpushare/table.c), so what it shows
  * is one consistent moment, after dividing the processors again as any
  * process may: that drops the processes that have died.
  */
@@ -24,7 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "alloc/table.h"
+#include "cpushare/table.h"
 
 static void usage(void)
 {

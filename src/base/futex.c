@@ -1,5 +1,4 @@
 #include "base/futex.h"
-#include "base/spinlock.h"
 
 #include <errno.h>
 #include <linux/futex.h>
@@ -44,19 +43,3 @@ void ito__futex_wake_shared(_Atomic uint32_t *word, int n)
 /* The slow path of ito__spin_lock: spin on a plain load (no cache-line
  * ping-pong), back off, and after a long while let the kernel run the holder
  * (which may have been preempted). */
-void ito__spin_lock_slow(ito__spinlock *l)
-{
-    unsigned spins = 0;
-    for (;;) {
-        while (atomic_load_explicit(&l->locked, memory_order_relaxed)) {
-            if (++spins < 1024)
-                ito__cpu_relax();
-            else {
-                sched_yield();
-                spins = 0;
-            }
-        }
-        if (atomic_exchange_explicit(&l->locked, 1, memory_order_acquire) == 0)
-            return;
-    }
-}

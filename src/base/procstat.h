@@ -1,6 +1,6 @@
 /* /proc/TID/stat: what the kernel says of a process or thread from outside
- * (its state, its start time). Used by the monitor (kernel/stall.c) and the
- * allocation table (alloc/table.c). */
+ * (its state, its start time). Used by the monitor (runtime/carrier.c) and the
+ * allocation table (cpushare/table.c). */
 #ifndef ITO_BASE_PROCSTAT_H
 #define ITO_BASE_PROCSTAT_H
 

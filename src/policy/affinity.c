@@ -56,7 +56,7 @@
 
 #include "base/compiler.h"
 #include "base/env.h"
-#include "base/spinlock.h"
+#include "runtime/spinlock.h"
 #include "arch.h"
 
 #define AFF_SCAN_MAX 64              /* queued threads a thief looks at per victim */

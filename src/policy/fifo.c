@@ -13,7 +13,7 @@
 #include <ito/policy.h>
 
 #include "base/compiler.h"
-#include "base/spinlock.h"
+#include "runtime/spinlock.h"
 
 struct fifo {
     ito__spinlock lock ITO_ALIGNED_CACHELINE;

@@ -56,7 +56,7 @@
 
 #include "base/compiler.h"
 #include "base/env.h"
-#include "base/spinlock.h"
+#include "runtime/spinlock.h"
 #include "policy/prioq.h"
 
 #define PRIO_QUANTUM_MAX 32    /* slices of the most urgent level */

@@ -11,8 +11,9 @@
 
 #include <ito/policy.h>
 
+#include "policy/registry.h"
 #include "base/panic.h"
-#include "core/runtime.h"
+#include "runtime/runtime.h"
 
 extern const ito_policy_ops_t ito__policy_ws, ito__policy_fifo, ito__policy_prio, ito__policy_prio_shared,
     ito__policy_affinity;

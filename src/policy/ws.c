@@ -38,9 +38,10 @@
 
 #include <ito/policy.h>
 
+#include "base/backoff.h"
 #include "base/compiler.h"
-#include "base/spinlock.h"
-#include "core/sched.h"
+#include "runtime/spinlock.h"
+#include "runtime/sched.h"
 #include "policy/deque.h"
 
 #define ITO_WS_NEXT_CAP 8            /* picks in a row from the next slot */
@@ -255,11 +256,8 @@ static ito_policy_node_t *steal_yq(struct ws *thief, struct ws *victim)
     atomic_store_explicit(&victim->yq_thief, 1, memory_order_relaxed);
     ito__fence_heavy();
     /* Acquire pairs with yq_leave's release: the list as the owner left it. */
-    for (unsigned spins = 0; atomic_load_explicit(&victim->yq_owner, memory_order_acquire); spins++)
-        if (spins > 1024)
-            sched_yield();   /* the owner's activation was preempted inside */
-        else
-            ito__cpu_relax();
+    for (unsigned spins = 0; atomic_load_explicit(&victim->yq_owner, memory_order_acquire);)
+        ito__backoff(&spins);   /* long only if the owner's activation was preempted inside */
     ito_policy_node_t *first = yq_head(victim), *last = first;
     unsigned n = 0;
     for (ito_policy_node_t *x = first; x; x = x->next)

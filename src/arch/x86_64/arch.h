@@ -39,7 +39,7 @@ static inline struct ito__activation *ito__arch_activation(void)
     return a;
 }
 
-/* The current thread and the critical-section word (base/critical.h) are
+/* The current thread and the critical-section word (runtime/critical.h) are
  * thread-local too, for the same reason accessed only by single %fs-relative
  * instructions: a thread may be preempted between any two of its own
  * instructions and resume on another kernel thread, so an address computed
@@ -70,7 +70,7 @@ static inline void ito__arch_set_current(struct ito__thread *t)
 }
 
 /* Add 1 to the critical-section word; returns whether its top bit (the
- * attention bit, base/critical.h) is set, from the flags of the same
+ * attention bit, runtime/critical.h) is set, from the flags of the same
  * instruction: no second load. One instruction on the word, so a signal
  * handler on the same kernel thread sees it either before or after. */
 static inline bool ito__arch_critical_inc(void)

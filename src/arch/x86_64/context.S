@@ -146,9 +146,26 @@ ito__ctx_trampoline:
         movq    %rax, %rdi              /* transfer.from */
         movq    %rdx, %rsi              /* transfer.arg */
         call    *%rbx                   /* fn(transfer) */
-        call    ito__ctx_returned       /* fn returned: report and abort */
-        ud2
+        movq    ito__ctx_on_return(%rip), %rax  /* fn returned: the runtime's report */
+        testq   %rax, %rax              /* none set: just stop */
+        jz      1f
+        call    *%rax                   /* reports and aborts; never returns */
+1:      ud2
         .cfi_endproc
         .size   ito__ctx_trampoline, .-ito__ctx_trampoline
+
+/*
+ * void (*ito__ctx_on_return)(void): what a context whose entry function
+ * returned calls. The runtime sets it at initialization (the arch layer
+ * calls nothing above it by name); NULL until then.
+ */
+        .data
+        .globl  ito__ctx_on_return
+        .hidden ito__ctx_on_return
+        .type   ito__ctx_on_return, @object
+        .p2align 3
+ito__ctx_on_return:
+        .quad   0
+        .size   ito__ctx_on_return, 8
 
         .section .note.GNU-stack,"",@progbits

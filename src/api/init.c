@@ -1,0 +1,211 @@
+/*
+ * Initialization: ito_init, the implicit first-call initialization, and the
+ * runtime's configuration (ito_config_t fields, then environment variables,
+ * then defaults).
+ *
+ * The initializing kernel thread becomes an ito thread on vproc 0 (its
+ * activation) when it is the main thread or when it calls ito_init
+ * explicitly; otherwise — a pthread that happens to make the first ito call —
+ * it stays a foreign kernel thread, because its exit would take vproc 0 with
+ * it, and vproc 0 gets an activation of its own.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <ito.h>
+
+#include "base/env.h"
+#include "base/panic.h"
+#include "runtime/event.h"
+#include "runtime/fork.h"
+#include "api/init.h"
+#include "policy/registry.h"
+#include "runtime/runtime.h"
+#include "runtime/sched.h"
+#include "runtime/stack.h"
+#include "runtime/vproc.h"
+#include "cpushare/agent.h"
+#include "cpushare/revoke.h"
+#include "cpushare/weight.h"
+#include "runtime/context.h"
+#include "runtime/hooks.h"
+#include "upcall/monitor.h"
+#include "upcall/preempt.h"
+#include "runtime/ring.h"
+
+#define ITO_IDLE_SPIN_DEFAULT_US 50
+
+static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
+
+
+
+static int validate(const ito_config_t *c)
+{
+    if (c->vprocs < 0 || c->vprocs > ITO_VPROCS_MAX)
+        return EINVAL;
+    if (c->stack_size && (c->stack_size < ITO_STACK_MIN || c->stack_size > ITO_STACK_MAX))
+        return EINVAL;
+    if (c->idle_spin_us < -1 || c->idle_spin_us > 1000000)
+        return EINVAL;
+    if (c->pin < -1 || c->pin > 1)
+        return EINVAL;
+    if (c->policy && !ito__policy_find(c->policy))
+        return EINVAL;
+    return 0;
+}
+
+/* The lower layers' calls up (runtime/hooks.h, the trampoline's report):
+ * before anything of the runtime runs. */
+static void fill_hooks(void)
+{
+    ito__ctx_on_return = ito__ctx_returned;
+    ito__hooks = (struct ito__hooks){
+        .activation_started = ito__preempt_start_self,
+        .backlog = ito__agent_backlog,
+        .backlog_end = ito__agent_backlog_end,
+        .want_more = ito__agent_more,
+        .idle = ito__agent_idle,
+        .revoked = ito__revoke_park,
+        .rescue = ito__revoke_rescue,
+        .repin = ito__vproc_repin,
+        .forked = ito__weight_forked,
+    };
+}
+
+static int start(const ito_config_t *c, bool adopt)
+{
+    fill_hooks();
+    ito__rt.page = (size_t)sysconf(_SC_PAGESIZE);
+
+    int n = c->vprocs;
+    if (!n)
+        n = (int)ito__env_int("ITO_VPROCS", 0, 1, ITO_VPROCS_MAX, false);
+    if (!n) {
+        int cpus[CPU_SETSIZE];
+        n = ito__cpus_usable(cpus, CPU_SETSIZE);
+    }
+    size_t stack = c->stack_size ? c->stack_size : ito__default_stack_size();
+    long long spin = c->idle_spin_us >= 0 ? c->idle_spin_us
+                                          : ito__env_int("ITO_IDLE_SPIN_US", ITO_IDLE_SPIN_DEFAULT_US, 0, 1000000, false);
+    int pin = c->pin >= 0 ? c->pin : (int)ito__env_int("ITO_PIN", 1, 0, 1, false);
+    const ito_policy_ops_t *pol = NULL;
+    if (c->policy) {
+        pol = ito__policy_find(c->policy);
+    } else if (ito__env_str("ITO_POLICY")) {
+        pol = ito__policy_find(ito__env_str("ITO_POLICY"));
+        if (!pol)
+            ito__warn("ignoring ITO_POLICY='%s': no such policy (built in: ws, fifo, prio, prio-shared); using ws",
+                      ito__env_str("ITO_POLICY"));
+    }
+    if (!pol)
+        pol = ito__policy_find("ws");
+
+    ito__rt.nvprocs = n;
+    ito__rt.idle_spin_ns = (uint64_t)spin * 1000u;
+    ito__rt.pin = pin;
+    ito__rt.policy = pol;
+    ito__rt.stats_cycles = ito__env_int("ITO_STATS_CYCLES", 0, 0, 1, false) != 0;
+
+    int e = ito__stacks_init(stack);
+    if (e)
+        return e;
+    ito__rt.stack_size = ito__stack_round(stack);
+    ito__idle_init();
+    if ((e = ito__vprocs_create(n, pin)))
+        return e;
+    void *shared = NULL;
+    if (pol->init && (e = pol->init(n, &shared)))
+        return e;
+    for (int i = 0; i < n; i++) {
+        ito__rt.vprocs[i]->pv.shared = shared;
+        if (pol->vproc_init && (e = pol->vproc_init(&ito__rt.vprocs[i]->pv)))
+            return e;
+    }
+    ito__rings_init();
+    ito__overflow_install();
+    ito__preempt_init();
+    ito__fork_init();
+    ito__agent_configure();
+    if (adopt && (e = ito__activation_adopt(ito__rt.vprocs[0])))
+        return e;
+    for (int i = adopt ? 1 : 0; i < n; i++)
+        if ((e = ito__activation_start(ito__rt.vprocs[i])))
+            return e;
+    if ((e = ito__monitor_init()))
+        return e;
+    ito__agent_start();
+    return 0;
+}
+
+int ito__init_slow(const ito_config_t *cfg, bool explicit_call)
+{
+    int saved_errno = errno;   /* the caller's errno survives initialization */
+    ito__policies_builtin();
+    pthread_mutex_lock(&init_lock);
+    int s = atomic_load_explicit(&ito__rt.state, memory_order_acquire);
+    int e;
+    if (s == ITO_RT_READY) {
+        e = explicit_call && cfg ? EBUSY : 0;
+    } else if (s == ITO_RT_FAILED) {
+        e = ito__rt.init_error;
+    } else {
+        ito_config_t dflt = ITO_CONFIG_INIT;
+        const ito_config_t *c = cfg ? cfg : &dflt;
+        e = validate(c);
+        if (!e) {
+            bool adopt = explicit_call || gettid() == getpid();
+            e = start(c, adopt);
+            if (e) {
+                ito__rt.init_error = e;
+                atomic_store_explicit(&ito__rt.state, ITO_RT_FAILED, memory_order_release);
+                ito__warn("initialization failed: %s", strerror(e));
+            } else {
+                /* Release: everything set up above is visible to whoever
+                 * passes ito__ensure_init (acquire). */
+                atomic_store_explicit(&ito__rt.state, ITO_RT_READY, memory_order_release);
+            }
+        }
+    }
+    pthread_mutex_unlock(&init_lock);
+    if (s != ITO_RT_READY && s != ITO_RT_FAILED && !e && ito__on_activation()) {
+        /* This kernel thread now carries vproc 0: report it, outside the
+         * lock (a hook may call ito). The others report from their own
+         * activations (activation.c). */
+        ito__critical_enter();
+        ito__event(ITO_EVENT_VPROC_ADDED, ito__vproc_self(), 0);
+        ito__critical_exit();
+    }
+    /* Not `errno = ...`: once adopted, this thread may have been switched
+     * to another kernel thread since errno's address was taken above. */
+    ito__errno_set(saved_errno);
+    return e;
+}
+
+ITO_API int ito_init(const ito_config_t *cfg) { return ito__init_slow(cfg, true); }
+
+ITO_API int ito_vproc_count(void)
+{
+    if (ito__ensure_init())
+        return 0;
+    return ito__rt.nvprocs;
+}
+
+ITO_API int ito_vproc_self(void)
+{
+    ito__ensure_init();
+    ito__critical_enter();
+    struct ito__vproc *vp = ito__vproc_self();
+    int i = vp ? vp->index : -1;
+    ito__critical_exit();
+    return i;
+}
+
+ITO_API const char *ito_policy_name(void)
+{
+    if (ito__ensure_init())
+        return NULL;
+    return ito__rt.policy->name;
+}

@@ -1,0 +1,190 @@
+/*
+ * Mutex.
+ *
+ * One word says it all on the fast path: 0 when free, else the owner's
+ * identity (api/owner.h) with bit 0 (WAITERS) set when threads may be
+ * queued. Lock is one CAS 0 -> self; unlock one CAS self -> 0. Bit 1
+ * (DESTROYED) marks a destroyed mutex, so that later use reports EINVAL.
+ *
+ * Contended, a locker spins briefly while the owner is running on another
+ * vproc (critical sections are usually shorter than a park and a wake-up),
+ * then queues itself under the mutex's spinlock, sets WAITERS and parks.
+ * Unlock with WAITERS set wakes the first waiter and releases the mutex: the
+ * woken thread competes again (no hand-off, which would force every
+ * acquisition to wait for the next owner to be scheduled — lock convoys) and,
+ * if it loses, goes back to the head of the queue.
+ *
+ * Misuse is reported: relocking by the owner (EDEADLK), unlocking by another
+ * thread (EPERM), use after destroy (EINVAL). The mutex is not recursive.
+ */
+#include <errno.h>
+
+#include <ito.h>
+
+#include "base/clock.h"
+#include "api/init.h"
+#include "runtime/runtime.h"
+#include "api/mutex.h"
+#include "api/owner.h"
+#include "runtime/wait.h"
+
+#define MUTEX_SPINS 64
+
+_Static_assert(sizeof(struct ito__mutex) <= sizeof(ito_mutex_t), "ito_mutex_t too small");
+_Static_assert(_Alignof(struct ito__mutex) <= _Alignof(ito_mutex_t), "ito_mutex_t misaligned");
+
+static __thread uint64_t foreign_id __attribute__((aligned(8)));
+
+uintptr_t ito__owner_foreign(void) { return (uintptr_t)&foreign_id | ITO_OWNER_FOREIGN; }
+
+static inline struct ito__mutex *M(ito_mutex_t *m) { return (struct ito__mutex *)m; }
+
+ITO_API int ito_mutex_init(ito_mutex_t *um)
+{
+    if (!um)
+        return EINVAL;
+    struct ito__mutex *m = M(um);
+    atomic_store_explicit(&m->word, 0, memory_order_relaxed);
+    atomic_store_explicit(&m->lk.locked, 0, memory_order_relaxed);
+    m->q.head = m->q.tail = NULL;
+    return 0;
+}
+
+ITO_API int ito_mutex_destroy(ito_mutex_t *um)
+{
+    if (!um)
+        return EINVAL;
+    struct ito__mutex *m = M(um);
+    uintptr_t w = 0;
+    if (atomic_compare_exchange_strong_explicit(&m->word, &w, ITO_MUTEX_DESTROYED, memory_order_relaxed,
+                                                memory_order_relaxed))
+        return 0;
+    if (w & ITO_MUTEX_DESTROYED)
+        return EINVAL;
+    if (w != ITO_MUTEX_WAITERS)
+        return EBUSY;
+    /* WAITERS without owner: busy only if someone is still queued. */
+    int e = EBUSY;
+    ito__spin_lock(&m->lk);
+    if (ito__waitq_empty(&m->q) &&
+        atomic_compare_exchange_strong_explicit(&m->word, &w, ITO_MUTEX_DESTROYED, memory_order_relaxed,
+                                                memory_order_relaxed))
+        e = 0;
+    ito__spin_unlock(&m->lk);
+    return e;
+}
+
+int ito__mutex_lock_slow(struct ito__mutex *m, uintptr_t self, uint64_t deadline)
+{
+    unsigned spins = 0;
+    bool requeue = false;
+    for (;;) {
+        uintptr_t w = atomic_load_explicit(&m->word, memory_order_relaxed);
+        if (w & ITO_MUTEX_DESTROYED)
+            return EINVAL;
+        uintptr_t owner = w & ~ITO_MUTEX_WAITERS;
+        if (owner == self)
+            return EDEADLK;
+        if (owner == 0) {
+            /* Acquire pairs with the release in unlock. */
+            if (atomic_compare_exchange_weak_explicit(&m->word, &w, self | (w & ITO_MUTEX_WAITERS),
+                                                      memory_order_acquire, memory_order_relaxed))
+                return 0;
+            continue;
+        }
+        if (spins < MUTEX_SPINS && !requeue && ito__owner_running(owner)) {
+            spins++;
+            ito__cpu_relax();
+            continue;
+        }
+        if (deadline && ito__now_ns() >= deadline)
+            return ETIMEDOUT;
+        struct ito__waiter local;
+        ito__spin_lock(&m->lk);
+        w = atomic_load_explicit(&m->word, memory_order_relaxed);
+        if ((w & ~ITO_MUTEX_WAITERS) == 0 || (w & ITO_MUTEX_DESTROYED) ||
+            (!(w & ITO_MUTEX_WAITERS) &&
+             !atomic_compare_exchange_strong_explicit(&m->word, &w, w | ITO_MUTEX_WAITERS,
+                                                      memory_order_relaxed, memory_order_relaxed))) {
+            ito__spin_unlock(&m->lk);
+            continue;   /* changed under us: look again */
+        }
+        struct ito__waiter *wt = ito__waiter_init(&local);
+        if (requeue)
+            ito__waitq_push_front(&m->q, wt);   /* woken but lost the race: keep its place */
+        else
+            ito__waitq_push(&m->q, wt);
+        ito__wait_begin(wt, deadline, &m->lk, &m->q);
+        ito__spin_unlock(&m->lk);
+        if (ito__wait_end(wt, &m->lk, &m->q) == ETIMEDOUT)
+            return ETIMEDOUT;
+        requeue = true;
+        spins = 0;
+    }
+}
+
+int ito__mutex_unlock_slow(struct ito__mutex *m, uintptr_t self)
+{
+    uintptr_t w = atomic_load_explicit(&m->word, memory_order_relaxed);
+    if (w & ITO_MUTEX_DESTROYED)
+        return EINVAL;
+    if ((w & ~ITO_MUTEX_WAITERS) != self)
+        return EPERM;
+    /* WAITERS is set and only changes under m->lk while we own the word. */
+    ito__spin_lock(&m->lk);
+    struct ito__waiter *wt = ito__waitq_pop_claim(&m->q);
+    /* Release pairs with the acquire CAS of the next owner. */
+    atomic_store_explicit(&m->word, ito__waitq_empty(&m->q) ? 0 : ITO_MUTEX_WAITERS, memory_order_release);
+    ito__spin_unlock(&m->lk);
+    if (wt)
+        ito__wake_finish(wt);
+    return 0;
+}
+
+ITO_API int ito_mutex_lock(ito_mutex_t *um)
+{
+    if (!um)
+        return EINVAL;
+    ito__ensure_init();
+    return ito__mutex_lock(M(um), ito__owner_self());
+}
+
+ITO_API int ito_mutex_trylock(ito_mutex_t *um)
+{
+    if (!um)
+        return EINVAL;
+    ito__ensure_init();
+    struct ito__mutex *m = M(um);
+    uintptr_t self = ito__owner_self();
+    uintptr_t w = atomic_load_explicit(&m->word, memory_order_relaxed);
+    for (;;) {
+        if (w & ITO_MUTEX_DESTROYED)
+            return EINVAL;
+        if (w & ~ITO_MUTEX_WAITERS)
+            return EBUSY;
+        if (atomic_compare_exchange_weak_explicit(&m->word, &w, self | w, memory_order_acquire,
+                                                  memory_order_relaxed))
+            return 0;
+    }
+}
+
+ITO_API int ito_mutex_timedlock(ito_mutex_t *um, const struct timespec *abstime)
+{
+    uint64_t deadline;
+    if (!um || !abstime || !ito__timespec_to_ns(abstime, &deadline))
+        return EINVAL;
+    ito__ensure_init();
+    struct ito__mutex *m = M(um);
+    uintptr_t self = ito__owner_self(), exp = 0;
+    if (atomic_compare_exchange_strong_explicit(&m->word, &exp, self, memory_order_acquire,
+                                                memory_order_relaxed))
+        return 0;
+    return ito__mutex_lock_slow(m, self, deadline);
+}
+
+ITO_API int ito_mutex_unlock(ito_mutex_t *um)
+{
+    if (!um)
+        return EINVAL;
+    return ito__mutex_unlock(M(um), ito__owner_self());
+}

@@ -1,9 +1,0 @@
-/* A child process starts with the process's scheduling, not a carrier's.
- * See fork.c. */
-#ifndef ITO_CORE_FORK_H
-#define ITO_CORE_FORK_H
-
-/* Once, at initialization. */
-void ito__fork_init(void);
-
-#endif

@@ -1,0 +1,13 @@
+/* The policy registry (registry.c): the built-in policies and the
+ * application's, by name. */
+#ifndef ITO_POLICY_REGISTRY_H
+#define ITO_POLICY_REGISTRY_H
+
+#include <ito/policy.h>
+
+/* The policy registered as `name`, or NULL. */
+const ito_policy_ops_t *ito__policy_find(const char *name);
+/* Register the built-in policies (once; idempotent). */
+void ito__policies_builtin(void);
+
+#endif

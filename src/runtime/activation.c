@@ -1,0 +1,225 @@
+/*
+ * Activations: the kernel threads that carry vprocs.
+ *
+ * Activations are the vprocs' carriers, and spares: parked kernel threads
+ * that the monitor (upcall/monitor.c) gives the vproc of a carrier blocked in
+ * the kernel. A carrier that finds its vproc gone when its call returns
+ * (runtime/carrier.c), or at its next critical section (runtime/carrier.c),
+ * becomes a spare in turn.
+ *
+ * Each activation has ito's one thread-local variable pointing at it, an
+ * alternate signal stack (so a stack overflow can be reported, overflow.c),
+ * its own errno location, and a scheduler context: the idle loop of sched.c
+ * and idle.c. A started activation runs that loop on its own pthread stack.
+ * The adopted one — the kernel thread that initialized ito, usually main —
+ * keeps running its own code as an ito thread, so its scheduler context gets
+ * a separate stack.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "base/futex.h"
+#include "base/panic.h"
+#include "runtime/event.h"
+#include "runtime/runtime.h"
+#include "runtime/sanitizer.h"
+#include "runtime/sched.h"
+#include "runtime/stats.h"
+#include "runtime/thread.h"
+#include "runtime/carrier.h"
+#include "runtime/vproc.h"
+#include "runtime/hooks.h"
+
+/* Read only from assembly (arch.h): `used` and `externally_visible` keep
+ * link-time optimization from dropping or renaming it. */
+__thread struct ito__activation *ito__tls_act
+    __attribute__((tls_model("initial-exec"), used, externally_visible));
+/* The running thread of this kernel thread's activation (NULL: none, or its
+ * scheduler context), and the critical-section word (runtime/critical.h). */
+__thread struct ito__thread *ito__tls_cur __attribute__((tls_model("initial-exec"), used, externally_visible));
+__thread uint32_t ito__tls_critical __attribute__((tls_model("initial-exec"), used, externally_visible));
+
+#define ACT_STACK (512 * 1024)       /* pthread stack of a started activation */
+#define SCHED_STACK (256 * 1024)     /* scheduler stack of the adopted activation */
+
+void ito__errno_set(int e)
+{
+    ito__critical_enter();
+    struct ito__activation *a = ito__activation_self();
+    if (a)
+        *a->errno_ptr = e;   /* a switch at the section's end carries it along */
+    else
+        errno = e;
+    ito__critical_exit();
+}
+
+void ito__activation_setup_self(struct ito__activation *a)
+{
+    ito__tls_act = a;
+    a->errno_ptr = &errno;
+    __atomic_store_n(&a->tid, gettid(), __ATOMIC_RELEASE);   /* others read it (ito__activation_tid) */
+    a->pthread = pthread_self();
+    a->critical_word = &ito__tls_critical;
+    if (pthread_getcpuclockid(a->pthread, &a->cpu_clock) != 0)
+        a->cpu_clock = (clockid_t)-1;   /* the monitor then never takes its vproc while asleep */
+    /* Signal stack: large enough for a handler with the full AVX-512 state. */
+    long min = sysconf(_SC_SIGSTKSZ);
+    a->altstack_size = (size_t)(min > 0 ? min : SIGSTKSZ) * 4;
+    if (a->altstack_size < 64 * 1024)
+        a->altstack_size = 64 * 1024;
+    a->altstack = mmap(NULL, a->altstack_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (a->altstack != MAP_FAILED) {
+        stack_t ss = { .ss_sp = a->altstack, .ss_size = a->altstack_size, .ss_flags = 0 };
+        sigaltstack(&ss, NULL);
+    }
+    if (a->vp) {
+        ito__pin_self(a->vp->cpu);
+        ito__carrier_adopt(a->vp, a);   /* after the fields the monitor reads */
+    }
+    ito__hooks.activation_started(a);
+}
+
+/* Bounds of the calling kernel thread's own stack. */
+static void own_stack(struct ito__stack *s)
+{
+    pthread_attr_t attr;
+    void *addr = NULL;
+    size_t size = 0;
+    if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+        pthread_attr_getstack(&attr, &addr, &size);
+        pthread_attr_destroy(&attr);
+    }
+    s->lo = addr;
+    s->size = size;
+    s->flags = 0;   /* not ours: never pooled, no guard page of ours */
+}
+
+static void *activation_main(void *arg)
+{
+    struct ito__activation *a = arg;
+    pthread_setname_np(pthread_self(), "ito-activation");
+    ito__activation_setup_self(a);
+    own_stack(&a->sched_stack);
+    a->sched_tsan_fiber = ito__tsan_current();
+    ito__critical_restore(1);   /* a scheduler context is one critical section */
+    if (a->vp)
+        ito__event(ITO_EVENT_VPROC_ADDED, a->vp, 0);
+    ito__sched_loop(a);
+}
+
+/* vp NULL: a spare, which parks at once (its scheduler loop sees no vproc). */
+static int start(struct ito__vproc *vp)
+{
+    struct ito__activation *a = calloc(1, sizeof *a);
+    if (!a)
+        return ENOMEM;
+    a->vp = vp;
+    if (vp)
+        vp->act = a;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, ACT_STACK);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    atomic_fetch_add_explicit(&ito__rt.nactivations, 1, memory_order_relaxed);
+    int e = pthread_create(&a->pthread, &attr, activation_main, a);
+    pthread_attr_destroy(&attr);
+    if (e) {
+        atomic_fetch_sub_explicit(&ito__rt.nactivations, 1, memory_order_relaxed);
+        if (vp)
+            vp->act = NULL;
+        free(a);
+    }
+    return e;
+}
+
+int ito__activation_start(struct ito__vproc *vp) { return start(vp); }
+
+int ito__activation_start_spare(void) { return start(NULL); }
+
+void ito__spare_put(struct ito__activation *a)
+{
+    ito__spin_lock(&ito__rt.spare_lock);
+    a->spare_next = ito__rt.spares;
+    ito__rt.spares = a;
+    ito__rt.nspares++;
+    ito__spin_unlock(&ito__rt.spare_lock);
+}
+
+struct ito__activation *ito__spare_take(void)
+{
+    ito__spin_lock(&ito__rt.spare_lock);
+    struct ito__activation *s = ito__rt.spares;
+    if (s) {
+        ito__rt.spares = s->spare_next;
+        ito__rt.nspares--;
+    }
+    ito__spin_unlock(&ito__rt.spare_lock);
+    return s;
+}
+
+void ito__activation_park(struct ito__activation *a)
+{
+    atomic_store_explicit(&a->park, 0, memory_order_relaxed);
+    ito__spare_put(a);
+    /* Acquire pairs with the monitor's release store of park after it set
+     * a->vp (upcall/monitor.c). */
+    while (atomic_load_explicit(&a->park, memory_order_acquire) == 0)
+        ito__futex_wait(&a->park, 0, 0);
+    if (ito__rt.pin)
+        ito__pin_self(a->vp->cpu);
+    if (a->stall_handoff)
+        ITO_STAT_INC(a->vp, stalls);
+    else
+        ITO_STAT_INC(a->vp, handoffs);
+    if (a->handoff_thread) {
+        ito__event(ITO_EVENT_BLOCKED, a->vp, a->handoff_thread);
+        a->handoff_thread = 0;
+    }
+}
+
+int ito__activation_adopt(struct ito__vproc *vp)
+{
+    struct ito__activation *a = calloc(1, sizeof *a);
+    if (!a)
+        return ENOMEM;
+    a->vp = vp;
+    a->adopted = true;
+    vp->act = a;
+    atomic_fetch_add_explicit(&ito__rt.nactivations, 1, memory_order_relaxed);
+    int e = ito__stack_map_standalone(SCHED_STACK, &a->sched_stack, &a->mapping, &a->mapping_size);
+    if (e)
+        return e;
+    a->sched.sp = ito__ctx_make(ito__stack_top(&a->sched_stack), ito__sched_entry, ito__arch_fpctl());
+    a->sched_tsan_fiber = ito__tsan_create();
+
+    /* The caller's own context becomes an ito thread. */
+    struct ito__thread *t = ito__thread_alloc(vp);
+    if (!t)
+        return ENOMEM;
+    t->vp = vp;
+    t->flags = ITO_TF_MAIN;
+    t->started = true;
+    t->pref_vproc = -1;
+    __atomic_store_n(&t->prio, ITO_PRIO_DEFAULT, __ATOMIC_RELAXED);
+    t->fpctl = ito__arch_fpctl();
+    own_stack(&t->stack);
+    /* Its frames stay on this kernel thread's stack while it may be parked
+     * and the activation runs elsewhere (sanitizer.h). */
+    ito__lsan_root(t->stack.lo, t->stack.size);
+    t->stack_size = t->stack.size;
+    t->tsan_fiber = ito__tsan_current();
+    strcpy(t->name, "main");
+    ito__thread_set_state(t, ITO_TS_FREE, ITO_TS_NEW);
+    ito__thread_set_state(t, ITO_TS_NEW, ITO_TS_RUNNING);
+    uint64_t ctl = atomic_load_explicit(&t->ctl, memory_order_relaxed) & ~(uint64_t)UINT32_MAX;
+    atomic_store_explicit(&t->ctl, ctl, memory_order_release);
+    ito__vproc_set_current(vp, t);
+    atomic_store_explicit(&vp->run_state, ITO_VP_BUSY, memory_order_relaxed);
+    ito__activation_setup_self(a);
+    return 0;
+}

@@ -1,0 +1,98 @@
+/*
+ * ito's critical sections: where preemption waits.
+ *
+ * A time slice may end (upcall/preempt.c) between any two instructions of a
+ * thread. Most of ito's own code must not be interrupted by a switch: it
+ * holds a spinlock, or works on the structures of the vproc it runs on (the
+ * policy's queues, the pools, the timers), which another activation may carry
+ * by the time the thread resumes. Such code runs inside a critical section:
+ *
+ *     ito__critical_enter();  ... vp = ito__vproc_self(); ...  ito__critical_exit();
+ *
+ * The state is one thread-local word of the kernel thread: the nesting
+ * depth, plus an ATTENTION bit that two others set:
+ *   - the tick's signal handler (upcall/preempt.c), when a slice ends while
+ *     the depth is above zero: the section runs to its end, and leaving it
+ *     at depth zero yields — the "recovery" of seed 000 §3.3 and §4.3;
+ *   - the monitor (runtime/carrier.c), when it takes the vproc of a kernel
+ *     thread asleep in a call that nobody bracketed: that kernel thread may
+ *     wake at any moment and must not touch the vproc again, so the next
+ *     section it enters — ito's next use of a vproc — first gives up its
+ *     thread and parks.
+ * Entering adds one and branches on the sign of the result (the same
+ * instruction's flags); leaving subtracts one and compares with ATTENTION.
+ * The common path costs an add and a subtract on a thread-local word and two
+ * predicted branches: no atomic read-modify-write, no system call.
+ *
+ * A context switch happens inside a section (every switch path is one); the
+ * switch saves the depth on the leaving context's stack and restores it when
+ * that context resumes (sched.c), so depth follows the context, not the
+ * kernel thread. A switch also clears ATTENTION: the vproc has moved on.
+ * A thread leaves RUNNING (to block, yield, suspend or exit) only inside a
+ * section that lasts until its switch, so the outermost entry always finds
+ * its thread RUNNING and free to move to another kernel thread.
+ *
+ * Rejected: a range of program counters for ito's own code (seed 000 §4.3).
+ * It costs nothing, but it cannot tell when the section ends — ito calls the
+ * C library, policies written by the application and hooks in the middle of
+ * its work — and with a static library ito's code is interleaved with the
+ * application's. The word is exact, and the ITO_DEBUG build asserts that
+ * every use of a vproc is inside a section.
+ */
+#ifndef ITO_RUNTIME_CRITICAL_H
+#define ITO_RUNTIME_CRITICAL_H
+
+#include <stdint.h>
+
+#include "base/compiler.h"
+#include "arch.h"
+
+#define ITO_CRITICAL_ATTENTION 0x80000000u
+#define ITO_CRITICAL_DEPTH 0x7fffffffu
+
+/* The slow paths (runtime/critical.c): a section begins with ATTENTION set
+ * (the vproc may have been taken: give it up first), or the outermost one
+ * ends with it (a slice ended inside: yield now). */
+void ito__critical_attention(void);
+void ito__critical_recover(void);
+
+ITO_INLINE void ito__critical_enter(void)
+{
+    if (ITO_UNLIKELY(ito__arch_critical_inc()))
+        ito__critical_attention();
+}
+
+#ifdef ITO_TSAN
+void __tsan_release(void *addr);
+extern __thread uint32_t ito__tls_critical;
+#endif
+
+/* The monitor that takes the vproc of this kernel thread once it sleeps
+ * outside any section synchronizes with the section's end through the kernel
+ * (runtime/carrier.c), which ThreadSanitizer cannot see: name it there. Called
+ * still inside the section, so the address is this kernel thread's. */
+ITO_INLINE void ito__critical_tsan_release(void)
+{
+#ifdef ITO_TSAN
+    __tsan_release(&ito__tls_critical);
+#endif
+}
+
+ITO_INLINE void ito__critical_exit(void)
+{
+    ito__critical_tsan_release();
+    if (ITO_UNLIKELY(ito__arch_critical_dec() == ITO_CRITICAL_ATTENTION))
+        ito__critical_recover();
+}
+
+/* Nesting depth of the calling kernel thread's current context. */
+ITO_INLINE uint32_t ito__critical_depth(void) { return ito__arch_critical_get() & ITO_CRITICAL_DEPTH; }
+
+/* After a context switch: the resumed context's own depth, no attention. */
+ITO_INLINE void ito__critical_restore(uint32_t depth)
+{
+    ito__critical_tsan_release();
+    ito__arch_critical_set(depth);
+}
+
+#endif

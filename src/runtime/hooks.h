@@ -1,0 +1,49 @@
+/*
+ * The runtime's calls up into the layers above it.
+ *
+ * The runtime sits below the emulated kernel events (upcall/) and the
+ * processor sharing between processes (cpushare/) and knows nothing of them
+ * by name: where its run loop must tell them something, it calls through
+ * this table, the way the scheduler reaches a policy through its ops table.
+ * api/init.c fills it before any vproc starts; every entry has a default
+ * that does nothing (a runtime on its own: no time slices, one process).
+ * It is written once, before the activations start, and only read after;
+ * the release store of the runtime's READY state publishes it.
+ */
+#ifndef ITO_RUNTIME_HOOKS_H
+#define ITO_RUNTIME_HOOKS_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+struct ito__activation;
+struct ito__vproc;
+
+/* A vproc asleep this long declares itself idle ([SA §4.2]'s hysteresis:
+ * runtime/idle.c), and calls the idle hook. */
+#define ITO_ALLOC_IDLE_NS 2000000u
+
+struct ito__hooks {
+    /* upcall/preempt.c: an activation has started on its kernel thread (arm
+     * its time-slice timer). */
+    void (*activation_started)(struct ito__activation *a);
+
+    /* cpushare/agent.c: demand for processors. */
+    void (*backlog)(void);                        /* work made ready with no vproc free */
+    void (*backlog_end)(struct ito__vproc *vp);   /* vp picks a thread that waited for it (owner) */
+    void (*want_more)(void);                      /* a slice ended while another thread waited */
+    void (*idle)(bool idle);                      /* a vproc declared itself idle (true), or busy
+                                                     again after that (false) */
+
+    /* cpushare/revoke.c: a vproc whose processor another process holds. */
+    void (*revoked)(struct ito__activation *act); /* park act's vproc until it is granted back */
+    void (*rescue)(struct ito__vproc *vp);        /* a thread was pushed into a revoked vp's inbox */
+    void (*repin)(struct ito__vproc *vp);         /* follow the CPU the allocator granted (owner) */
+
+    /* cpushare/weight.c: this is the child of fork(); parent_tid forked. */
+    void (*forked)(pid_t parent_tid);
+};
+
+extern struct ito__hooks ito__hooks;
+
+#endif

@@ -1,0 +1,414 @@
+/*
+ * Idle vprocs: look for work briefly, then sleep, and never miss a wake-up.
+ *
+ * Seed 000 §4.2: a processor that runs out of work spins for a while before
+ * declaring itself idle, because new work often arrives within microseconds
+ * (hysteresis). Here an idle vproc, in its activation's scheduler context:
+ *
+ *   1. looks for work: its own policy, the global queue, expired timers (its
+ *      own and other vprocs'), other vprocs' threads (the policy's steal), and
+ *      threads stuck in the inbox of a vproc that has stopped picking;
+ *   2. keeps looking for idle_spin_ns (ITO_IDLE_SPIN_US, default 50 µs): its
+ *      own sources (inbox, policy) at every round, since a thread handed to
+ *      it should start within a cache miss; the rest with exponential backoff,
+ *      so as not to pound other vprocs' cache lines;
+ *   3. then sleeps until woken or until the earliest timer: in io_uring_enter
+ *      on its ring when it has one (so that I/O completions wake it too,
+ *      runtime/ring.c), else on a futex.
+ *
+ * A process whose threads are all blocked therefore uses no CPU once the
+ * window has passed.
+ *
+ * Wake-ups. Whoever makes work available (a spawn, a wake-up, a timer armed
+ * on a busy vproc) checks whether some vproc is spinning; if none is and one
+ * is asleep, it wakes one (an eventfd write for a vproc sleeping on its ring,
+ * else a futex wake). Work and the idle counters are a Dekker
+ * pair: the producer stores the work then loads the counters, the sleeper
+ * stores the counters then loads the work; with a store-load barrier on both
+ * sides, at least one of them sees the other, so work is never left with
+ * every vproc asleep. The producer side is a hot path (every spawn and
+ * wake-up), so the barrier is asymmetric: the sleeper issues
+ * membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED), which forces a full barrier
+ * on every running thread of the process, and the producer needs only a
+ * compiler barrier. Without membarrier both sides use a seq_cst fence.
+ *
+ * Like Go's scheduler, a spinning vproc that finds work and was the last one
+ * spinning wakes another sleeper, so that a burst of work spreads to all
+ * vprocs without every producer paying for a futex wake.
+ *
+ * Rejected: a sleeping vproc that wakes up periodically to poll (uses CPU,
+ * adds latency); one global condition variable (a lock on every wake-up).
+ */
+#include "runtime/sched.h"
+
+#include <errno.h>
+#include <linux/membarrier.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "base/clock.h"
+#include "base/futex.h"
+#include "base/panic.h"
+#include "runtime/runtime.h"
+#include "runtime/carrier.h"
+#include "runtime/hooks.h"
+#include "runtime/stats.h"
+#include "runtime/ring.h"
+
+/* An inbox that its vproc has not drained for this long, while the vproc made
+ * no scheduling decision at all, is emptied by an idle vproc. */
+#define ITO_RESCUE_NS 50000u
+/* Upper bound of the backoff between two looks at other vprocs, in rounds of
+ * the spin loop (one pause each, ~16 ns on the development machine). */
+#define ITO_BACKOFF_MAX 256u
+
+void ito__idle_init(void)
+{
+    long q = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+    ito__rt.asym_fence = q >= 0 && (q & MEMBARRIER_CMD_PRIVATE_EXPEDITED) &&
+                         syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+}
+
+/* The sleeper's side: see ito__fence_light (sched.h). */
+void ito__fence_heavy(void)
+{
+    if (!ito__rt.asym_fence) {
+        ITO_FENCE();
+        return;
+    }
+    /* The producers rely on it (they only use a compiler barrier), so a
+     * failure cannot fall back to a local fence: retry (ENOMEM, EINTR are
+     * transient), and stop with a message if it keeps failing. */
+    for (int tries = 0; syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0; tries++) {
+        if (tries == 1000)
+            ito__panic("membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) keeps failing (%s); ito cannot "
+                       "keep its idle vprocs from losing wake-ups", strerror(errno));
+        sched_yield();
+    }
+}
+
+/* Wake vp if it sleeps. */
+bool ito__vproc_wake(struct ito__vproc *vp)
+{
+    uint32_t s = ITO_VP_SLEEPING;
+    if (atomic_load_explicit(&vp->run_state, memory_order_relaxed) == ITO_VP_SLEEPING &&
+        atomic_compare_exchange_strong_explicit(&vp->run_state, &s, ITO_VP_IDLE,
+                                                memory_order_relaxed, memory_order_relaxed)) {
+        if (vp->ring)
+            ito__ring_kick(vp->ring);   /* it sleeps on its ring (runtime/ring.c) */
+        else
+            ito__futex_wake(&vp->run_state, 1);
+        return true;
+    }
+    return false;
+}
+
+void ito__wake_one(void)
+{
+    static _Atomic unsigned rotor;   /* spreads wake-ups; a hint, races are harmless */
+    unsigned n = (unsigned)ito__rt.nvprocs;
+    unsigned start = atomic_load_explicit(&rotor, memory_order_relaxed);
+    for (unsigned i = 0; i < n; i++) {
+        unsigned k = (start + i) % n;
+        if (ito__vproc_wake(ito__rt.vprocs[k])) {
+            atomic_store_explicit(&rotor, k + 1, memory_order_relaxed);
+            return;
+        }
+    }
+}
+
+/* Something was placed where vp looks (its inbox, its policy's structure):
+ * wake vp if it sleeps; false if vp has no processor. The placer's side of
+ * the Dekker pairs of a vproc going to sleep (it stores SLEEPING, runs the
+ * heavy fence, then looks) and of a vproc parking (it stores REVOKED, runs
+ * the heavy fence, then gives away what it holds, revoke.c): either that
+ * look sees the placement, or we see the state here. */
+bool ito__vproc_kick_quiet(struct ito__vproc *vp)
+{
+    ito__fence_light();
+    return ito__vproc_wake(vp) ||
+           atomic_load_explicit(&vp->run_state, memory_order_relaxed) != ITO_VP_REVOKED;
+}
+
+void ito__vproc_kick(struct ito__vproc *vp)
+{
+    /* A vproc without a processor gives the thread back (revoke.c). */
+    if (ITO_UNLIKELY(!ito__vproc_kick_quiet(vp)))
+        ito__hooks.rescue(vp);
+}
+
+/* A timer was armed for `deadline`: wake a sleeper that would oversleep it. */
+void ito__idle_timer_armed(uint64_t deadline)
+{
+    ito__fence_light();
+    if (atomic_load_explicit(&ito__rt.nsleeping, memory_order_relaxed) == 0)
+        return;
+    for (int i = 0; i < ito__rt.nvprocs; i++) {
+        struct ito__vproc *vp = ito__rt.vprocs[i];
+        if (atomic_load_explicit(&vp->run_state, memory_order_relaxed) != ITO_VP_SLEEPING)
+            continue;
+        uint64_t d = atomic_load_explicit(&vp->sleep_deadline, memory_order_relaxed);
+        if ((d == 0 || d > deadline) && ito__vproc_wake(vp))
+            return;
+    }
+}
+
+static bool run_timers(struct ito__vproc *self, uint64_t now)
+{
+    bool fired = false;
+    int n = ito__rt.nvprocs;
+    for (int i = 0; i < n; i++) {
+        struct ito__vproc *vp = ito__rt.vprocs[(self->index + i) % n];
+        if (atomic_load_explicit(&vp->timers.next, memory_order_relaxed) <= now)
+            fired |= ito__timers_run(&vp->timers, now) > 0;
+    }
+    return fired;
+}
+
+void ito__vproc_retry_at(struct ito__vproc *vp, uint64_t at)
+{
+    if (!vp->retry_at || at < vp->retry_at)
+        vp->retry_at = at;
+}
+
+/* Empty the inbox of a vproc that has stopped picking because its activation
+ * runs one thread for a long time, so that threads sent there do not wait
+ * while this vproc idles. Only a BUSY vproc qualifies — an idle one picks
+ * its inbox itself, a sleeping one is woken by whoever fills its inbox — and
+ * only after this vproc has seen the inbox non-empty and the owner's pick
+ * count unchanged for the whole window. */
+static void rescue_inboxes(struct ito__vproc *self, uint64_t now)
+{
+    for (int i = 0; i < ito__rt.nvprocs; i++) {
+        struct ito__vproc *vp = ito__rt.vprocs[i];
+        if (vp == self)
+            continue;
+        if (!atomic_load_explicit(&vp->inbox, memory_order_relaxed) ||
+            atomic_load_explicit(&vp->run_state, memory_order_relaxed) != ITO_VP_BUSY) {
+            self->seen_since[i] = 0;   /* start over next time */
+            continue;
+        }
+        uint64_t ticks = atomic_load_explicit(&vp->ticks, memory_order_relaxed);
+        if (!self->seen_since[i] || ticks != self->seen_ticks[i]) {
+            self->seen_ticks[i] = ticks;
+            self->seen_since[i] = now;
+            ito__vproc_retry_at(self, now + ITO_RESCUE_NS);   /* come back even if asleep by then */
+        } else if (now - self->seen_since[i] < ITO_RESCUE_NS) {
+            ito__vproc_retry_at(self, self->seen_since[i] + ITO_RESCUE_NS);
+        } else {
+            /* Any consumer may take the whole list: the exchange makes the
+             * batches disjoint. Acquire pairs with inbox_push's release. */
+            struct ito__thread *list = atomic_exchange_explicit(&vp->inbox, NULL, memory_order_acquire);
+            ito__inbox_drain(self, list);
+            self->seen_since[i] = 0;
+        }
+    }
+}
+
+/* The vproc's own sources: completions on its ring, its inbox, its policy. */
+static inline struct ito__thread *pick_own(struct ito__vproc *vp)
+{
+    if (vp->ring && ito__ring_ready(vp->ring))
+        ito__ring_reap(vp->ring, false);
+    return ito__pick_local(vp);
+}
+
+/* Reap the completions of busy vprocs' rings: their owners look at them only
+ * every few dozen picks, and never while one thread runs for long. */
+static void rescue_rings(struct ito__vproc *self)
+{
+    for (int i = 0; i < ito__rt.nvprocs; i++) {
+        struct ito__vproc *vp = ito__rt.vprocs[i];
+        if (vp != self && vp->ring && ito__ring_ready(vp->ring) &&
+            atomic_load_explicit(&vp->run_state, memory_order_relaxed) == ITO_VP_BUSY)
+            ito__ring_reap(vp->ring, true);
+    }
+}
+
+/* Everything but the vproc's own sources. Also sets vp->retry_at when some
+ * thread may be taken later but not yet. */
+static struct ito__thread *find_remote(struct ito__vproc *vp, uint64_t now)
+{
+    struct ito__thread *t;
+    vp->retry_at = 0;
+    if (ito__global_drain(vp, 32) && (t = ito__pick_local(vp)))
+        return t;
+    if (run_timers(vp, now) && (t = ito__pick_local(vp)))
+        return t;
+    if (ito__rt.policy->steal) {
+        ito_policy_node_t *n = ito__rt.policy->steal(&vp->pv);
+        if (n) {
+            t = ito__thread_of_node(n);
+            ITO_STAT_INC(vp, steals);
+            if (ito__claim(t)) {
+                ITO_STAT_INC(vp, decisions);
+                return t;
+            }
+        }
+    }
+    rescue_inboxes(vp, now);
+    if (ito__rings_on)
+        rescue_rings(vp);
+    return ito__pick_local(vp);
+}
+
+static struct ito__thread *find_work(struct ito__vproc *vp, uint64_t now)
+{
+    struct ito__thread *t = pick_own(vp);
+    return t ? t : find_remote(vp, now);
+}
+
+/* main called ito_exit: end the process once no ito thread is left. Called
+ * by a vproc about to sleep when all the others are asleep, so that the
+ * per-vproc counters are quiescent. */
+static void maybe_exit_process(void)
+{
+    if (!atomic_load_explicit(&ito__rt.main_exited, memory_order_acquire))
+        return;
+    if (atomic_load_explicit(&ito__rt.nsleeping, memory_order_acquire) +
+            atomic_load_explicit(&ito__rt.nrevoked, memory_order_acquire) !=
+        ito__rt.nvprocs)
+        return;
+    int64_t live = atomic_load_explicit(&ito__rt.foreign_spawns, memory_order_relaxed);
+    for (int i = 0; i < ito__rt.nvprocs; i++) {
+        struct ito__vproc *vp = ito__rt.vprocs[i];
+        live += (int64_t)ITO_STAT_READ(vp, spawns) - (int64_t)ITO_STAT_READ(vp, exits);
+    }
+    if (live == 0)
+        exit(0);
+}
+
+static void stop_spinning(void)
+{
+    /* The last spinner leaves with work in hand: more may be coming, so let
+     * another vproc take over the looking. */
+    if (atomic_fetch_sub_explicit(&ito__rt.nspinning, 1, memory_order_seq_cst) == 1 &&
+        atomic_load_explicit(&ito__rt.nsleeping, memory_order_relaxed) > 0)
+        ito__wake_one();
+}
+
+/* Does a vproc whose processor was taken away still run a thread? Its
+ * carrier computes on our processors until its next safe point (the agent
+ * moved it there: cpushare/agent.c), and the thread comes to a vproc that kept
+ * one when it parks (revoke.c): those are not idle meanwhile. Under TSan, or
+ * in a long critical section, that can take longer than the hysteresis.
+ * (One blocked in a call uses no processor: the monitor hands it off.)
+ * Relaxed: a stale answer only moves the hint by one hysteresis period. */
+static bool revocation_running(void)
+{
+    for (int i = 0; i < ito__rt.nvprocs; i++) {
+        struct ito__vproc *o = ito__rt.vprocs[i];
+        if (atomic_load_explicit(&o->revoke, memory_order_relaxed) &&
+            atomic_load_explicit(&o->run_state, memory_order_relaxed) == ITO_VP_BUSY &&
+            (atomic_load_explicit(&o->kstate, memory_order_relaxed) & ITO_KS_MASK) == ITO_KS_RUN)
+            return true;   /* not in a blocking call: it computes */
+    }
+    return false;
+}
+
+/* Tell the allocator whether vp is idle (agent.c), on transitions only. */
+static void declare_idle(struct ito__vproc *vp, bool idle)
+{
+    if (atomic_load_explicit(&vp->idle_declared, memory_order_relaxed) == idle)
+        return;
+    atomic_store_explicit(&vp->idle_declared, idle, memory_order_relaxed);
+    ito__hooks.idle(idle);
+}
+
+void ito__vproc_busy_again(struct ito__vproc *vp) { declare_idle(vp, false); }
+
+/* Returns a thread for vp, or NULL if vp's processor is being taken away
+ * (revoke.c). */
+struct ito__thread *ito__idle_find(struct ito__vproc *vp)
+{
+    uint64_t now = ito__now_ns();
+    struct ito__thread *t = find_work(vp, now);
+    if (t || ito__vproc_revoked(vp))
+        goto found;
+    atomic_fetch_add_explicit(&ito__rt.nspinning, 1, memory_order_seq_cst);
+    for (;;) {
+        /* Spin: our own sources every round, the rest with backoff. */
+        uint64_t start = now;
+        unsigned backoff = 1, round = 0;
+        bool revoked = false;
+        for (;;) {
+            /* With more vprocs than CPUs, another activation may be waiting
+             * for this CPU: let it run rather than spin in its way. */
+            if (ITO_UNLIKELY(ito__rt.oversubscribed))
+                sched_yield();
+            else
+                ito__cpu_relax();
+            if ((t = pick_own(vp)))
+                break;
+            if (++round < backoff)
+                continue;
+            round = 0;
+            if (backoff < ITO_BACKOFF_MAX)
+                backoff <<= 1;
+            if ((revoked = ito__vproc_revoked(vp)))
+                break;
+            now = ito__now_ns();
+            if (now - start >= ito__rt.idle_spin_ns || (t = find_remote(vp, now)))
+                break;
+        }
+        if (t || revoked) {
+            stop_spinning();
+            goto found;
+        }
+        /* Sleep. Announce it, then look once more (the Dekker pair above). */
+        atomic_store_explicit(&vp->sleep_deadline, 0, memory_order_relaxed);
+        atomic_store_explicit(&vp->run_state, ITO_VP_SLEEPING, memory_order_relaxed);
+        atomic_fetch_add_explicit(&ito__rt.nsleeping, 1, memory_order_seq_cst);
+        atomic_fetch_sub_explicit(&ito__rt.nspinning, 1, memory_order_seq_cst);
+        ito__fence_heavy();
+        t = find_work(vp, ito__now_ns());
+        bool idle_timeout = false;
+        if (!t) {
+            maybe_exit_process();
+            uint64_t deadline = ito__timers_earliest();
+            if (vp->retry_at && vp->retry_at < deadline)
+                deadline = vp->retry_at;   /* something to take later (find_remote) */
+            /* Seed 000 §4.2: a vproc tells the allocator it is idle only
+             * after sleeping a while (hysteresis): wake up then to say so. */
+            uint64_t declare_at = 0;
+            if (ito__rt.allocator && !atomic_load_explicit(&vp->idle_declared, memory_order_relaxed)) {
+                declare_at = ito__now_ns() + ITO_ALLOC_IDLE_NS;
+                if (declare_at < deadline)
+                    deadline = declare_at;
+            }
+            if (deadline == UINT64_MAX)
+                deadline = 0;
+            atomic_store_explicit(&vp->sleep_deadline, deadline, memory_order_relaxed);
+            ITO_STAT_INC(vp, idle_sleeps);
+            while (atomic_load_explicit(&vp->run_state, memory_order_acquire) == ITO_VP_SLEEPING) {
+                if (vp->ring) {
+                    /* Completions made threads ready here: stop sleeping. */
+                    if (ito__ring_sleep(vp, deadline) > 0 || (deadline && ito__now_ns() >= deadline))
+                        break;
+                    continue;
+                }
+                int r = ito__futex_wait(&vp->run_state, ITO_VP_SLEEPING, deadline);
+                if (r == ETIMEDOUT)
+                    break;
+            }
+            if (atomic_exchange_explicit(&vp->run_state, ITO_VP_IDLE, memory_order_acquire) ==
+                ITO_VP_IDLE)
+                ITO_STAT_INC(vp, wakeups);
+            idle_timeout = declare_at && ito__now_ns() >= declare_at;
+        } else {
+            atomic_store_explicit(&vp->run_state, ITO_VP_IDLE, memory_order_relaxed);
+        }
+        atomic_fetch_sub_explicit(&ito__rt.nsleeping, 1, memory_order_seq_cst);
+        if (t || ito__vproc_revoked(vp))
+            goto found;
+        if (idle_timeout && !revocation_running())
+            declare_idle(vp, true);
+        atomic_fetch_add_explicit(&ito__rt.nspinning, 1, memory_order_seq_cst);
+        now = ito__now_ns();
+    }
+found:
+    return t;
+}

@@ -1,0 +1,25 @@
+/* The process-wide runtime state, and the table of the runtime's calls up
+ * into the layers above it (hooks.h) with their do-nothing defaults. */
+#include "runtime/runtime.h"
+
+#include "runtime/hooks.h"
+
+struct ito__runtime ito__rt;
+
+static void no_activation(struct ito__activation *a) { (void)a; }
+static void no_demand(void) {}
+static void no_vproc(struct ito__vproc *vp) { (void)vp; }
+static void no_idle(bool idle) { (void)idle; }
+static void no_fork(pid_t parent_tid) { (void)parent_tid; }
+
+struct ito__hooks ito__hooks = {
+    .activation_started = no_activation,
+    .backlog = no_demand,
+    .backlog_end = no_vproc,
+    .want_more = no_demand,
+    .idle = no_idle,
+    .revoked = no_activation,
+    .rescue = no_vproc,
+    .repin = no_vproc,
+    .forked = no_fork,
+};

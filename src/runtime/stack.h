@@ -1,0 +1,101 @@
+/* Thread stacks: mmap'd, pooled per vproc, a guard page below each while the
+ * kernel's mapping budget allows it. See stack.c. */
+#ifndef ITO_RUNTIME_STACK_H
+#define ITO_RUNTIME_STACK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct ito__vproc;
+
+enum {
+    ITO_STACK_GUARDED = 1u << 0,   /* a PROT_NONE page sits just below lo */
+    ITO_STACK_POOLED = 1u << 1,    /* belongs to ito's pools (else: not ours, e.g. main's) */
+};
+
+struct ito__stack {
+    void *lo;                /* lowest usable address; NULL: no stack */
+    size_t size;             /* usable bytes */
+    uint32_t flags;
+    uint32_t vg_id;          /* valgrind stack id */
+    struct ito__stack_chunk *chunk;  /* the mapping it was carved from (stack.c), or NULL */
+};
+
+static inline void *ito__stack_top(const struct ito__stack *s) { return (char *)s->lo + s->size; }
+
+/* Pooled stacks get twice the requested size of address space: the upper
+ * half for the thread itself, the rest so that a child it joins before the
+ * child has started can run inline on this stack with its own full requested
+ * size (inline.c). Pages are touched on demand, so this costs no memory. */
+static inline size_t ito__stack_reserve(size_t requested) { return 2 * requested; }
+
+int ito__stacks_init(size_t default_requested);
+/* A vproc's LIFO cache of default-size stacks (owner only). */
+#define ITO_STACK_CACHE 64
+struct ito__stack_cache {
+    unsigned n;
+    struct ito__stack s[ITO_STACK_CACHE];
+};
+extern size_t ito__stack_default_size;   /* mapped size of default stacks */
+
+int ito__stack_get_slow(struct ito__vproc *vp, size_t size, struct ito__stack *out);
+void ito__stack_put_slow(struct ito__vproc *vp, struct ito__stack *s);
+
+/* Get a stack of `size` usable bytes from the cache `c` of the calling vproc
+ * (NULL for none) or the pools. Returns 0 or ENOMEM. */
+static inline int ito__stack_get(struct ito__vproc *vp, struct ito__stack_cache *c, size_t size,
+                                 struct ito__stack *out)
+{
+    if (c && c->n && size == ito__stack_default_size) {
+        *out = c->s[--c->n];
+        return 0;
+    }
+    return ito__stack_get_slow(vp, size, out);
+}
+
+/* Give a stack back to the cache or the pools. */
+static inline void ito__stack_put(struct ito__vproc *vp, struct ito__stack_cache *c, struct ito__stack *s)
+{
+    if (c && c->n < ITO_STACK_CACHE && s->size == ito__stack_default_size) {
+        c->s[c->n++] = *s;
+        return;
+    }
+    ito__stack_put_slow(vp, s);
+}
+/* Map a standalone guarded stack (for continuations and scheduler contexts). */
+int ito__stack_map_standalone(size_t size, struct ito__stack *out, void **mapping, size_t *mapping_size);
+void ito__stack_unmap_standalone(void *mapping, size_t mapping_size, struct ito__stack *s);
+/* An unguarded stack's thread switched out with its stack pointer below the
+ * margin: report the overflow and abort. */
+void ito__stack_overflowed(size_t requested, uint32_t thread_index, const char *name)
+    __attribute__((noreturn, cold));
+/* A thread that switches out with its stack pointer less than this above the
+ * bottom of a stack without guard page counts as overflowed: it has used more
+ * than twice its request minus the margin, so more than it asked for
+ * (ITO_STACK_MIN is this size). */
+#define ITO_STACK_MARGIN (16u * 1024)
+struct ito__stack_cache *ito__stack_cache_create(void);
+/* Round a requested size to whole pages. */
+size_t ito__stack_round(size_t size);
+/* Below a stack without a guard page of ours (main's kernel stack, whose
+ * growth the kernel stops at RLIMIT_STACK; a pooled stack past the guard-page
+ * budget), a fault this close counts as an overflow. */
+#define ITO_STACK_FAULT_REACH (64u * 1024)
+
+/* True if a fault at addr means that stack s overflowed: the guard page of a
+ * guarded stack, or just below a stack without one. */
+static inline int ito__stack_overflow_fault(const struct ito__stack *s, uintptr_t addr, size_t page)
+{
+    uintptr_t lo = (uintptr_t)s->lo;
+    if (!lo)
+        return 0;
+    if (s->flags & ITO_STACK_GUARDED)
+        return addr < lo && addr >= lo - page;
+    return addr < lo + page && addr >= lo - ITO_STACK_FAULT_REACH;
+}
+
+/* The default stack size: ito__rt's once initialized, else ITO_STACK_SIZE
+ * or the built-in default. */
+size_t ito__default_stack_size(void);
+
+#endif

@@ -1,0 +1,231 @@
+/*
+ * The thread descriptor and its state machine.
+ *
+ * States (field `state`; every change goes through ito__thread_set_state,
+ * which aborts with the values on an illegal transition):
+ *
+ *     NEW ──pick──> RUNNING ──park──> BLOCKED ──wake──> READY ──pick──> RUNNING
+ *      │               │ ──yield/preempt──────────────> READY
+ *      │               │ ──suspend self──> SUSPENDED ──resume──> READY
+ *      │               └──exit──> EXITED
+ *      └─(queued, suspend requested)──> SUSPENDED      READY ──pick, suspend requested──> SUSPENDED
+ *
+ * NEW and READY threads sit in a ready queue; NEW ones own no stack yet.
+ * Who may change the state: the thread itself while RUNNING; the vproc that
+ * took it out of a ready queue (NEW/READY -> RUNNING/SUSPENDED); the single
+ * waker that ended its wait (BLOCKED -> READY); ito_resume under t->lk
+ * (SUSPENDED -> READY). Each of these holds the thread exclusively at that
+ * moment, so the transitions are plain atomic stores, not CAS.
+ *
+ * Lifetime (field `ctl`, 64 bits): the handle generation in the high 32 bits
+ * and the flags below in the low 32. Join, detach, exit and future release
+ * race on it with CAS; a CAS carries the generation, so it fails on a
+ * descriptor that was freed and reused in between. Once JOINED is set only
+ * the exiting thread (setting EXITED) and the joiner touch ctl. Descriptors
+ * are never returned to the system (type-stable memory), so reading a stale
+ * one is safe.
+ */
+#ifndef ITO_RUNTIME_THREAD_H
+#define ITO_RUNTIME_THREAD_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <ito.h>
+#include <ito/policy.h>
+
+#include "base/compiler.h"
+#include "runtime/spinlock.h"
+#include "runtime/context.h"
+#include "runtime/stack.h"
+#include "runtime/wait.h"
+
+enum ito__tstate {
+    ITO_TS_NEW = 0,
+    ITO_TS_READY,
+    ITO_TS_RUNNING,
+    ITO_TS_BLOCKED,
+    ITO_TS_SUSPENDED,
+    ITO_TS_EXITED,
+    ITO_TS_FREE,       /* descriptor not in use */
+    ITO_TS_COUNT
+};
+
+/* ctl flags */
+enum {
+    ITO_CTL_DETACHED = 1u << 0,   /* frees itself at exit */
+    ITO_CTL_JOINED = 1u << 1,     /* a joiner claimed it */
+    ITO_CTL_EXITED = 1u << 2,     /* result is available */
+    ITO_CTL_FUTURE = 1u << 3,     /* a future: many touchers, released by destroy */
+    ITO_CTL_RELEASED = 1u << 4,   /* future destroyed: free at exit */
+    ITO_CTL_FREE = 1u << 5,       /* descriptor free */
+    ITO_CTL_JOINER_ITO = 1u << 6, /* the joiner is an ito thread: it will be in `joiner` */
+    ITO_CTL_PIN_SHIFT = 8,        /* bits 8..31: touchers of a future that hold it */
+};
+#define ITO_CTL_PIN ((uint64_t)1 << ITO_CTL_PIN_SHIFT)
+static inline uint32_t ito__ctl_pins(uint64_t ctl) { return (uint32_t)ctl >> ITO_CTL_PIN_SHIFT; }
+
+/* thread flags (immutable while the thread lives) */
+enum {
+    ITO_TF_MAIN = 1u << 0,        /* the adopted initial kernel thread's context */
+    ITO_TF_UNBLOCKED = 1u << 1,   /* back from a handed-off kernel call: report it (event.c) */
+};
+
+struct ito__vproc;
+struct ito__keys;
+
+struct ito__thread {
+    /* --- hot: switch path --- */
+    struct ito__ctx ctx;              /* saved context; NULL sp while running/not started */
+    struct ito__vproc *vp;            /* vproc it runs on / last ran on (NULL: never ran) */
+    _Atomic int state;                /* enum ito__tstate */
+    int saved_errno;                  /* errno while switched out */
+    ito_policy_node_t node;           /* owned by the policy while queued */
+    uint8_t ready_reason;             /* carried through inboxes and the global queue */
+    uint8_t flags;                    /* ITO_TF_* */
+    bool started;                     /* has a context (ran at least once since its entry was set) */
+    int16_t pref_vproc;               /* preferred vproc or -1 */
+    int prio;
+    struct ito__group *group;         /* its group or NULL (group.c; others read it relaxed) */
+    _Atomic int susp_req;             /* ito_suspend asked it to stop */
+
+    /* --- lifetime --- */
+    _Atomic uint64_t ctl;             /* gen << 32 | ITO_CTL_* */
+    uint32_t index;                   /* slot in the handle table (fixed) */
+    uint32_t pad_;
+    void *(*fn)(void *);
+    void *arg;
+    void *result;
+    struct ito__thread *_Atomic joiner; /* the ito thread that joins it (set after JOINED) */
+    struct ito__inline_frame *inl;    /* running inline on its joiner's stack (inline.c) */
+    struct ito__inline_frame *inl_wait; /* joining inline, after the joined thread was moved off */
+    uint64_t fpctl;                   /* FP control the thread starts with (its creator's) */
+    struct ito__stack stack;
+    size_t stack_size;                /* requested usable size */
+
+    /* --- waiting --- */
+    ito__spinlock lk;                 /* exit_waiters, suspend/resume/set_entry, handle ops */
+    struct ito__waitq exit_waiters;   /* joiners, future touchers (lk) */
+    struct ito__waiter wait;          /* this thread's waiter record */
+
+    /* --- user data --- */
+    void *data;                       /* ito_set_data */
+    struct ito__keys *keys;           /* thread-specific values, allocated on first use */
+    char name[ITO_NAME_MAX];
+
+    /* --- bookkeeping --- */
+    struct ito__thread *qnext;        /* link in a vproc inbox or the global queue */
+    struct ito__thread *free_next;    /* descriptor free lists */
+    void *asan_fake_stack;            /* sanitizer state of this context */
+    void *tsan_fiber;
+} ITO_ALIGNED_CACHELINE;
+
+static inline struct ito__thread *ito__thread_of_node(const ito_policy_node_t *n)
+{
+    return ITO_CONTAINER_OF(n, struct ito__thread, node);
+}
+
+static inline uint32_t ito__ctl_gen(uint64_t ctl) { return (uint32_t)(ctl >> 32); }
+static inline uint64_t ito__thread_id(const struct ito__thread *t, uint64_t ctl)
+{
+    return ((uint64_t)ito__ctl_gen(ctl) << 32) | t->index;
+}
+
+/* The state gateway: change t's state from `from` to `to`, aborting with the
+ * values if the current state is not `from` or the transition is illegal. */
+void ito__thread_bad_transition(struct ito__thread *t, int from, int to, int actual) ITO_COLD;
+
+ITO_INLINE void ito__thread_set_state(struct ito__thread *t, int from, int to)
+{
+    /* legal[from] is the set of states reachable from `from`. */
+    static const uint8_t legal[ITO_TS_COUNT] = {
+        [ITO_TS_NEW] = 1u << ITO_TS_RUNNING | 1u << ITO_TS_SUSPENDED,
+        [ITO_TS_READY] = 1u << ITO_TS_RUNNING | 1u << ITO_TS_SUSPENDED,
+        [ITO_TS_RUNNING] = 1u << ITO_TS_BLOCKED | 1u << ITO_TS_READY | 1u << ITO_TS_SUSPENDED |
+                           1u << ITO_TS_EXITED,
+        [ITO_TS_BLOCKED] = 1u << ITO_TS_READY | 1u << ITO_TS_RUNNING,
+        [ITO_TS_SUSPENDED] = 1u << ITO_TS_READY | 1u << ITO_TS_NEW,
+        [ITO_TS_EXITED] = 1u << ITO_TS_FREE,
+        [ITO_TS_FREE] = 1u << ITO_TS_NEW,
+    };
+    int actual = atomic_load_explicit(&t->state, memory_order_relaxed);
+    if (ITO_UNLIKELY(actual != from || !(legal[from] & (1u << to))))
+        ito__thread_bad_transition(t, from, to, actual);
+    /* Release: what the previous owner wrote is visible to the next one, which
+     * reads the state with acquire (ito__thread_state). */
+    atomic_store_explicit(&t->state, to, memory_order_release);
+}
+
+static inline int ito__thread_state(const struct ito__thread *t)
+{
+    return atomic_load_explicit(&((struct ito__thread *)t)->state, memory_order_acquire);
+}
+
+/* Thread-side helpers implemented in thread.c */
+_Noreturn void ito__thread_exit(struct ito__thread *t, void *result);
+void ito__thread_entry(ito__transfer_t tr);
+/* The handle table (handle.c): chunks of descriptors, never freed. */
+#define ITO_HANDLE_CHUNK_SHIFT 10
+#define ITO_HANDLE_MAX_CHUNKS (1u << 16)          /* 64 Mi descriptors */
+extern struct ito__thread *_Atomic ito__handle_chunks[ITO_HANDLE_MAX_CHUNKS];
+extern _Atomic uint32_t ito__handle_nchunks;
+
+/* Look up a live descriptor by handle; NULL if stale/forged. *ctl receives the
+ * ctl word read (acquire). */
+static inline struct ito__thread *ito__handle_lookup(uint64_t id, uint64_t *ctl_out)
+{
+    uint32_t gen = (uint32_t)(id >> 32), idx = (uint32_t)id;
+    uint32_t c = idx >> ITO_HANDLE_CHUNK_SHIFT;
+    /* Acquire pairs with the release in handle.c's grow(). */
+    if (ITO_UNLIKELY(gen == 0 || c >= atomic_load_explicit(&ito__handle_nchunks, memory_order_acquire)))
+        return NULL;
+    struct ito__thread *t = &atomic_load_explicit(&ito__handle_chunks[c], memory_order_acquire)
+                                 [idx & ((1u << ITO_HANDLE_CHUNK_SHIFT) - 1)];
+    uint64_t ctl = atomic_load_explicit(&t->ctl, memory_order_acquire);
+    if (ITO_UNLIKELY(ito__ctl_gen(ctl) != gen || (ctl & ITO_CTL_FREE)))
+        return NULL;
+    *ctl_out = ctl;
+    return t;
+}
+
+/* Descriptor allocation (handle.c). A free descriptor is clean: every field
+ * that ito__spawn does not set holds the value a new thread starts with
+ * (ito__thread_free resets what running changed). */
+struct ito__thread *ito__thread_alloc(struct ito__vproc *vp);
+void ito__thread_free(struct ito__vproc *vp, struct ito__thread *t);
+/* ito__thread_free to the calling vproc's cache (or the shared pool). */
+void ito__thread_free_here(struct ito__thread *t);
+/* Atomically turn t's ctl into (ctl | set) + add while it still belongs to
+ * the handle `id`: ESRCH if it does not (reused or freed), `err` if ctl has
+ * any flag of `refuse` or lacks one of `need`. On success *ctl holds the value
+ * before the change. *ctl comes in as the value read by the lookup. */
+int ito__ctl_change(struct ito__thread *t, uint64_t id, uint64_t *ctl, uint64_t need, uint64_t refuse,
+                    int err, uint64_t set, uint64_t add);
+/* Lock t->lk and check that `id` still names t; false (unlocked) if stale. */
+bool ito__thread_lock_live(struct ito__thread *t, uint64_t id);
+/* Look up th (initializing ito if needed) and lock it; the caller unlocks
+ * t->lk. NULL: ESRCH. */
+struct ito__thread *ito__thread_lock_handle(ito_thread_t th);
+/* Create a thread (ito_spawn, ito_future_spawn); ctl_flags: ITO_CTL_FUTURE. */
+int ito__spawn(uint64_t *id_out, const ito_attr_t *attr, void *(*fn)(void *), void *arg, uint32_t ctl_flags);
+/* The work of ito_spawn, ito_exit, ito_join, ito_detach, ito_yield, ito_self
+ * and ito_sleep_ns, without the init gate: api/thread.c passes it first. */
+_Noreturn void ito__exit(void *result);
+int ito__join(ito_thread_t th, void **result);
+int ito__detach(ito_thread_t th);
+void ito__yield(void);
+ito_thread_t ito__self(void);
+int ito__sleep_ns(uint64_t ns);
+/* Wait until t has exited (t must be pinned: joined, or a touched future). MAY SWITCH. */
+void ito__thread_wait_exit(struct ito__thread *t);
+/* inline.c: running a joined thread that has not started on the joiner's stack */
+bool ito__join_inline_fits(const struct ito__thread *self, const struct ito__thread *t);
+void ito__join_inline(struct ito__thread *self, struct ito__thread *t);
+_Noreturn void ito__inline_exit(struct ito__thread *t, void *result);
+void ito__inline_detach(struct ito__thread *t);
+/* Key destructors at exit (key.c). */
+void ito__keys_run_destructors(struct ito__thread *t);
+void ito__keys_free(struct ito__thread *t);
+
+#endif

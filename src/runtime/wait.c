@@ -1,0 +1,165 @@
+/* Waiting and waking; the protocol is described in wait.h. */
+#include "runtime/wait.h"
+
+#include <errno.h>
+
+#include "base/futex.h"
+#include "base/panic.h"
+#include "runtime/runtime.h"
+#include "runtime/sched.h"
+#include "runtime/thread.h"
+#include "runtime/timer.h"
+
+struct ito__waiter *ito__waiter_init(struct ito__waiter *local)
+{
+    struct ito__thread *self = ito__thread_self();
+    struct ito__waiter *w = self ? &self->wait : local;
+    if (!self) {
+        w->thread = NULL;
+        atomic_store_explicit(&w->state, ITO_WAIT_WAITING, memory_order_relaxed);
+        atomic_store_explicit(&w->futex, 0, memory_order_relaxed);
+    }
+    w->next = w->prev = NULL;
+    w->queued = false;
+    w->timed = false;
+    w->tag = 0;
+    w->deadline = 0;
+    return w;
+}
+
+void ito__wait_begin(struct ito__waiter *w, uint64_t deadline, ito__spinlock *lock, struct ito__waitq *q)
+{
+    struct ito__thread *t = w->thread;
+    if (deadline == UINT64_MAX)
+        deadline = 0;   /* saturated far future (ito__timespec_to_ns): never */
+    w->timed = deadline != 0;
+    w->deadline = deadline;
+    w->lock = lock;
+    w->queue = q;
+    if (!t)
+        return;
+    /* From BLOCKED to the switch in ito__wait_end, one critical section: a
+     * thread leaves RUNNING only inside the section that switches it out
+     * (runtime/critical.h). */
+    ito__critical_enter();
+    /* A new wait number: timer entries of earlier waits cannot end this one. */
+    uint64_t seq = (atomic_load_explicit(&w->state, memory_order_relaxed) >> 2) + 1;
+    atomic_store_explicit(&w->state, seq << 2 | ITO_WAIT_WAITING, memory_order_relaxed);
+    ito__thread_set_state(t, ITO_TS_RUNNING, ITO_TS_BLOCKED);
+    if (deadline && ito__timer_arm(t->vp, deadline, t, seq) != 0)
+        ito__panic("out of memory while arming a timer for a timed wait");
+}
+
+static int timed_out(struct ito__waiter *w, ito__spinlock *lock, struct ito__waitq *q)
+{
+    if (lock) {
+        ito__spin_lock(lock);
+        if (w->queued)
+            ito__waitq_remove(q, w);
+        ito__spin_unlock(lock);
+    }
+    return ETIMEDOUT;
+}
+
+int ito__wait_end(struct ito__waiter *w, ito__spinlock *lock, struct ito__waitq *q)
+{
+    if (w->thread) {
+        ito__switch_out(w->thread);
+        ito__critical_exit();   /* entered in ito__wait_begin */
+        /* What ended the wait (a waker's claim, the timer's CAS) happened
+         * before the thread was made ready, which the vproc that runs it
+         * acquired (ito__thread_set_state, ito__claim). */
+        uint64_t st = atomic_load_explicit(&w->state, memory_order_relaxed);
+        /* A timeout was unlinked by the timer (ito__wait_timeout). */
+        return (st & ITO_WAIT_MASK) == ITO_WAIT_TIMEDOUT ? ETIMEDOUT : 0;
+    }
+    /* A foreign kernel thread: sleep in the kernel. */
+    for (;;) {
+        if (atomic_load_explicit(&w->futex, memory_order_acquire))
+            return 0;
+        int r = ito__futex_wait(&w->futex, 0, w->deadline);
+        if (r == ETIMEDOUT) {
+            uint64_t exp = ITO_WAIT_WAITING;
+            if (atomic_compare_exchange_strong_explicit(&w->state, &exp, ITO_WAIT_TIMEDOUT,
+                                                        memory_order_acq_rel, memory_order_acquire))
+                return timed_out(w, lock, q);
+            /* Claimed by a waker at the same moment: it is about to finish. */
+            while (!atomic_load_explicit(&w->futex, memory_order_acquire))
+                ito__futex_wait(&w->futex, 0, 0);
+            return 0;
+        }
+    }
+}
+
+bool ito__wake_claim(struct ito__waiter *w)
+{
+    uint64_t st = atomic_load_explicit(&w->state, memory_order_relaxed);
+    if (!w->timed) {
+        /* Only the waker that unlinked w can end this wait. */
+        atomic_store_explicit(&w->state, (st & ~(uint64_t)ITO_WAIT_MASK) | ITO_WAIT_WOKEN,
+                              memory_order_relaxed);
+        return true;
+    }
+    /* Race with the timer (or a foreign waiter's own timeout). */
+    return (st & ITO_WAIT_MASK) == ITO_WAIT_WAITING &&
+           atomic_compare_exchange_strong_explicit(&w->state, &st,
+                                                   (st & ~(uint64_t)ITO_WAIT_MASK) | ITO_WAIT_WOKEN,
+                                                   memory_order_acq_rel, memory_order_relaxed);
+}
+
+void ito__wake_finish(struct ito__waiter *w)
+{
+    struct ito__thread *t = w->thread;
+    if (t) {
+        ito__thread_set_state(t, ITO_TS_BLOCKED, ITO_TS_READY);
+        ito__ready(t, ITO_READY_WAKE);
+        return;
+    }
+    /* Release pairs with the waiter's acquire load of futex. After this store
+     * the waiter may return and its record vanish: a futex wake on a stale
+     * address only causes a spurious wake-up, which every futex user tolerates. */
+    atomic_store_explicit(&w->futex, 1, memory_order_release);
+    ito__futex_wake(&w->futex, 1);
+}
+
+struct ito__waiter *ito__waitq_claim_all(struct ito__waitq *q)
+{
+    struct ito__waiter *list = NULL, **tail = &list, *w;
+    while ((w = ito__waitq_pop(q))) {
+        if (ito__wake_claim(w)) {
+            *tail = w;
+            tail = &w->next;
+        }
+    }
+    *tail = NULL;
+    return list;
+}
+
+void ito__wake_finish_all(struct ito__waiter *list)
+{
+    while (list) {
+        struct ito__waiter *next = list->next;   /* before it can run and reuse the record */
+        ito__wake_finish(list);
+        list = next;
+    }
+}
+
+void ito__wait_timeout(struct ito__thread *t, uint64_t seq)
+{
+    uint64_t exp = seq << 2 | ITO_WAIT_WAITING;
+    if (atomic_compare_exchange_strong_explicit(&t->wait.state, &exp, seq << 2 | ITO_WAIT_TIMEDOUT,
+                                                memory_order_acq_rel, memory_order_relaxed)) {
+        /* The wait is ours to end: unlink it now (no lock is held here, and
+         * the object's lock comes first in the lock order anyway). A waker
+         * that popped it meanwhile has cleared `queued` under the same lock. */
+        struct ito__waiter *w = &t->wait;
+        if (w->lock) {
+            ito__spin_lock(w->lock);
+            if (w->queued)
+                ito__waitq_remove(w->queue, w);
+            ito__spin_unlock(w->lock);
+        }
+        ito__thread_set_state(t, ITO_TS_BLOCKED, ITO_TS_READY);
+        ito__ready(t, ITO_READY_WAKE);
+    }
+}

@@ -1,0 +1,151 @@
+/*
+ * Waiting: how every blocking operation of ito parks a thread.
+ *
+ * A blocking operation (mutex, condition, join, semaphore...) keeps a FIFO
+ * queue of waiters under its own spinlock. A waiter is either an ito thread
+ * (its record is embedded in the thread descriptor; blocking parks the thread
+ * and its vproc runs another) or a foreign kernel thread (its record lives on
+ * its stack; blocking is a futex wait in the kernel).
+ *
+ * Protocol, for the operation's code:
+ *     lock(obj);  ito__waiter_init(&w);  ito__waitq_push(&q, w);
+ *     ito__wait_begin(w, deadline);    // still under the lock
+ *     unlock(obj);  ...anything else that must follow, e.g. unlock a mutex...
+ *     r = ito__wait_end(w, &obj->lock, &q);   // 0: woken, ETIMEDOUT
+ * and for the waker:
+ *     lock(obj);
+ *     while ((w = ito__waitq_pop(&q)) && !ito__wake_claim(w)) ;  // skip timed-out ones
+ *     unlock(obj);
+ *     if (w) ito__wake_finish(w);
+ * Claiming under the lock makes the waiter ours: until wake_finish it cannot
+ * run, so its record (and its `next` link) stays valid; a broadcast can claim
+ * a whole list under the lock and finish it outside.
+ *
+ * Races. The waiter's state word is (seq << 2 | WAITING/WOKEN/TIMEDOUT);
+ * seq counts the waits of an ito thread, so a timer entry left over from an
+ * earlier wait can never end a later one. A wait ends exactly once: the waker
+ * and the timer race with a CAS on the state word, the winner makes the
+ * thread ready; a waker that loses goes on to the next waiter (so a signal is
+ * never lost), a timer that loses does nothing. A timer that wins unlinks the
+ * record under the object's lock before making the thread ready — the thread
+ * may never come back to its wait (suspended, then restarted elsewhere by
+ * ito_set_entry); a foreign waiter whose futex wait timed out unlinks its own.
+ * Waits without a deadline need no CAS: only the waker that unlinked the
+ * record can end them.
+ */
+#ifndef ITO_RUNTIME_WAIT_H
+#define ITO_RUNTIME_WAIT_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "runtime/spinlock.h"
+
+struct ito__thread;
+
+enum {
+    ITO_WAIT_WAITING = 0,
+    ITO_WAIT_WOKEN = 1,
+    ITO_WAIT_TIMEDOUT = 2,
+    ITO_WAIT_MASK = 3,
+};
+
+struct ito__waiter {
+    struct ito__waiter *next, *prev;   /* queue links (object lock) */
+    struct ito__thread *thread;        /* NULL: a foreign kernel thread */
+    _Atomic uint64_t state;            /* seq << 2 | ITO_WAIT_* */
+    _Atomic uint32_t futex;            /* foreign waiters sleep on it: 0 wait, 1 done */
+    bool queued;                       /* linked in a queue (object lock) */
+    bool timed;                        /* has a deadline (set before linking) */
+    uintptr_t tag;                     /* for the object: e.g. reader or writer */
+    uint64_t deadline;                 /* foreign waiters: absolute ns, 0 none */
+    ito__spinlock *lock;               /* the object's lock and queue, for the timer */
+    struct ito__waitq *queue;          /*   that unlinks a timed-out wait (wait.c) */
+};
+
+struct ito__waitq {
+    struct ito__waiter *head, *tail;
+};
+
+/* Set up the caller's waiter record: for an ito thread, &self->wait; for a
+ * foreign kernel thread, *local (which must live until ito__wait_end returns). */
+struct ito__waiter *ito__waiter_init(struct ito__waiter *local);
+
+static inline bool ito__waitq_empty(const struct ito__waitq *q) { return q->head == NULL; }
+
+static inline void ito__waitq_push(struct ito__waitq *q, struct ito__waiter *w)
+{
+    w->next = NULL;
+    w->prev = q->tail;
+    if (q->tail)
+        q->tail->next = w;
+    else
+        q->head = w;
+    q->tail = w;
+    w->queued = true;
+}
+
+static inline void ito__waitq_push_front(struct ito__waitq *q, struct ito__waiter *w)
+{
+    w->prev = NULL;
+    w->next = q->head;
+    if (q->head)
+        q->head->prev = w;
+    else
+        q->tail = w;
+    q->head = w;
+    w->queued = true;
+}
+
+static inline void ito__waitq_remove(struct ito__waitq *q, struct ito__waiter *w)
+{
+    if (w->prev)
+        w->prev->next = w->next;
+    else
+        q->head = w->next;
+    if (w->next)
+        w->next->prev = w->prev;
+    else
+        q->tail = w->prev;
+    w->next = w->prev = NULL;
+    w->queued = false;
+}
+
+static inline struct ito__waiter *ito__waitq_pop(struct ito__waitq *q)
+{
+    struct ito__waiter *w = q->head;
+    if (w)
+        ito__waitq_remove(q, w);
+    return w;
+}
+
+/* Under the object's lock, after linking w in q: mark the caller blocked and
+ * arm the deadline (absolute CLOCK_MONOTONIC ns, 0: none). lock and q are
+ * NULL for a wait in no queue (sleep). */
+void ito__wait_begin(struct ito__waiter *w, uint64_t deadline, ito__spinlock *lock, struct ito__waitq *q);
+/* After releasing the object's lock: block until woken or timed out. On
+ * timeout, unlinks w from q under `lock` if it is still there. Returns 0 or
+ * ETIMEDOUT. MAY SWITCH. */
+int ito__wait_end(struct ito__waiter *w, ito__spinlock *lock, struct ito__waitq *q);
+/* Under the object's lock, w just unlinked: end its wait. False if it had
+ * already timed out (then forget it). */
+bool ito__wake_claim(struct ito__waiter *w);
+/* Outside the lock: make a claimed waiter run again. Never switches. */
+void ito__wake_finish(struct ito__waiter *w);
+/* Pop and claim the first waiter that has not timed out, or NULL. */
+static inline struct ito__waiter *ito__waitq_pop_claim(struct ito__waitq *q)
+{
+    struct ito__waiter *w;
+    while ((w = ito__waitq_pop(q)) && !ito__wake_claim(w))
+        ;
+    return w;
+}
+/* Pop and claim every waiter (those not timed out), linked through `next`. */
+struct ito__waiter *ito__waitq_claim_all(struct ito__waitq *q);
+/* Finish a list from ito__waitq_claim_all. */
+void ito__wake_finish_all(struct ito__waiter *list);
+/* Timer expiry for an ito thread's wait number `seq`. */
+void ito__wait_timeout(struct ito__thread *t, uint64_t seq);
+
+#endif

@@ -1,0 +1,336 @@
+/*
+ * Preemption: the "processor preempted" event within the process.
+ *
+ * Problem. A thread that computes without calling ito keeps its vproc: the
+ * threads queued behind it wait, however long. The kernel preempts the
+ * activation, not the thread, and then runs it again with the same thread.
+ *
+ * Approach. Every activation owns a POSIX timer on its own CPU-time clock
+ * (CLOCK_THREAD_CPUTIME_ID) that sends it the preemption signal (SIGURG by
+ * default, ITO_PREEMPT_SIGNAL) once per time slice (ITO_TIMESLICE_US, 10 ms
+ * by default) of CPU time it consumes. A CPU-time clock does not advance
+ * while the activation sleeps, so an idle process takes no signals at all,
+ * and a parked spare none either. The handler runs on the interrupted thread's
+ * own stack and compares the vproc's pick counter with the one it saw at the
+ * previous tick: unchanged means the same thread has run for a whole period,
+ * so it yields right there, from the handler (ito__preempt_switch, which
+ * also does the vproc's periodic work: timers, completions), and the
+ * kernel's signal frame below it holds the full register state, vector registers included, until the thread resumes,
+ * possibly on another activation, and returns from the handler. A thread
+ * thus runs between one and two slices of CPU time before it is preempted
+ * (Go's sysmon has the same bound).
+ *
+ * Safe points. The interrupted thread is switched out only where that is
+ * safe; otherwise the slice's end is deferred or recovered:
+ *   - inside one of ito's critical sections (runtime/critical.h): the handler
+ *     sets the word's attention bit and the section yields when it ends —
+ *     the recovery of seed 000 §3.3/§4.3 (critical.c);
+ *   - inside the C library, the dynamic loader or a sanitizer runtime (their
+ *     locks record the owning kernel thread; their code keeps addresses of
+ *     the kernel thread's TLS in registers): deferred to the next tick;
+ *   - when a register points into the kernel thread's static TLS: the thread
+ *     may be between computing the address of a __thread variable (errno,
+ *     most often: `call __errno_location; mov (%rax)`) and using it; after a
+ *     migration that address would name another kernel thread's variable.
+ *     Deferred to the next tick, once per slice (a register that still holds
+ *     such an address a tick later is most likely dead);
+ *   - with less than ITO_STACK_MARGIN of stack left: deferred.
+ * errno is saved on entry and restored, after any switch, into the errno of
+ * the kernel thread that runs the thread then.
+ *
+ * The signal is installed with SA_RESTART (an interrupted system call that
+ * can be restarted is) and SA_NODEFER: a handler that switches away does not
+ * return for a while, and the activation must take the next tick meanwhile.
+ * Signals of this number that no timer sent (si_code != SI_TIMER) go to the
+ * handler that was installed before ito's.
+ *
+ * The same signal, queued with a tag (SI_QUEUE, ITO_CARRIER_POKE_TAG), makes a
+ * carrier look at once rather than at its next tick: the allocator's agent
+ * sends it when it takes the vproc's processor away, and a policy through
+ * ito_policy_preempt when it has given the vproc a more urgent thread
+ * (vp->displace). Either switches the thread out at the first safe point,
+ * whatever is left of its slice. A policy asking its own vproc needs no
+ * signal: the request is recovered like a slice that ended inside ito.
+ *
+ * The tick is also where a kernel thread that lost its vproc while asleep in
+ * an unbracketed call (runtime/carrier.c) and then runs its thread's own code without
+ * calling ito gives the thread up: at the same safe points.
+ *
+ * Rejected: one timer per vproc on the wall clock (it fires every slice even
+ * while the vproc sleeps, and must follow the vproc from activation to
+ * activation), and the monitor sending tgkill (a monitor that must run
+ * every few milliseconds while any thread computes).
+ */
+#include "upcall/preempt.h"
+
+#include <errno.h>
+#include <link.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include <ito/policy.h>
+
+#include "base/env.h"
+#include "base/panic.h"
+#include "runtime/runtime.h"
+#include "runtime/sched.h"
+#include "runtime/stack.h"
+#include "runtime/stats.h"
+#include "runtime/thread.h"
+#include "runtime/vproc.h"
+#include "runtime/carrier.h"
+
+#define ITO_TIMESLICE_DEFAULT_US 10000
+/* Above the C library's descriptor (struct pthread, ~2.3 KiB in glibc 2.36). */
+#define TCB_SPAN 4096
+
+/* Code where a thread is never switched out (read-only after init). */
+#define MAX_RANGES 32
+static struct range { uintptr_t lo, hi; } ranges[MAX_RANGES];
+static int nranges;
+static size_t tls_span;   /* static TLS below the thread pointer, rounded up */
+static struct sigaction prev_action;
+
+static bool is_runtime_library(const char *path)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    static const char *const names[] = { "libc.so", "ld-linux", "ld64.so", "libpthread.so",
+                                         "libasan.so", "libtsan.so", "libubsan.so", "liblsan.so" };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strncmp(base, names[i], strlen(names[i])) == 0)
+            return true;
+    return false;
+}
+
+static int collect(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    (void)data;
+    bool runtime = info->dlpi_name && is_runtime_library(info->dlpi_name);
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type == PT_TLS)
+            tls_span += (ph->p_memsz + ph->p_align + 63) & ~(size_t)63;
+        if (runtime && ph->p_type == PT_LOAD && (ph->p_flags & PF_X) && nranges < MAX_RANGES)
+            ranges[nranges++] = (struct range){ info->dlpi_addr + ph->p_vaddr,
+                                                info->dlpi_addr + ph->p_vaddr + ph->p_memsz };
+    }
+    return 0;
+}
+
+static bool in_runtime_library(uintptr_t pc)
+{
+    for (int i = 0; i < nranges; i++)
+        if (pc >= ranges[i].lo && pc < ranges[i].hi)
+            return true;
+    return false;
+}
+
+/* Does a register of the interrupted context point into this kernel
+ * thread's static TLS or its C library descriptor? */
+static bool holds_tls_address(const ucontext_t *uc)
+{
+    uintptr_t tp = ito__arch_thread_pointer();
+    uintptr_t lo = tp - tls_span, hi = tp + TCB_SPAN;
+    for (int i = 0; i < ITO_ARCH_UC_NGPR; i++) {
+        uintptr_t r = ITO_ARCH_UC_GPR(uc, i);
+        if (r >= lo && r < hi)
+            return true;
+    }
+    return false;
+}
+
+/* The interrupted thread t may be switched out right here. */
+static bool safe_point(struct ito__activation *a, struct ito__thread *t, const ucontext_t *uc)
+{
+    if (ito__thread_state(t) != ITO_TS_RUNNING)
+        return false;   /* on its way to block (after its section): it switches soon */
+    if (in_runtime_library(ITO_ARCH_UC_PC(uc)))
+        return false;
+    /* A TLS address in use lives for a few instructions; one that is still
+     * there a tick later is a dead register that happens to hold one (or a
+     * loop over __thread data, which migration breaks anyway): defer once. */
+    if (!a->slice_deferred && holds_tls_address(uc)) {
+        a->slice_deferred = true;
+        return false;
+    }
+    uintptr_t sp = ITO_ARCH_UC_SP(uc), lo = (uintptr_t)t->stack.lo;
+    if (t->stack.lo && sp >= lo && sp < lo + t->stack.size && sp - lo < ITO_STACK_MARGIN)
+        return false;
+    return true;
+}
+
+/* After a switch the thread may return from the handler on another kernel
+ * thread; the kernel's sigreturn would install the alternate signal stack
+ * recorded in the frame — the first activation's. Record this one's. */
+static void fix_frame(ucontext_t *uc, struct ito__activation *now)
+{
+    if (now->altstack && now->altstack != MAP_FAILED) {
+        uc->uc_stack.ss_sp = now->altstack;
+        uc->uc_stack.ss_size = now->altstack_size;
+        uc->uc_stack.ss_flags = 0;
+    }
+}
+
+static void chain(int sig, siginfo_t *si, void *uc)
+{
+    if (prev_action.sa_flags & SA_SIGINFO) {
+        if (prev_action.sa_sigaction)
+            prev_action.sa_sigaction(sig, si, uc);
+    } else if (prev_action.sa_handler != SIG_DFL && prev_action.sa_handler != SIG_IGN) {
+        prev_action.sa_handler(sig);
+    }
+}
+
+static void on_tick(int sig, siginfo_t *si, void *ucv)
+{
+    /* Ours: a tick of an activation's timer, or the allocator's agent
+     * telling a carrier that its vproc loses its processor. */
+    bool poke = si->si_code == SI_QUEUE && si->si_pid == getpid() &&
+                si->si_value.sival_int == ITO_CARRIER_POKE_TAG;
+    if (si->si_code != SI_TIMER && !poke) {
+        chain(sig, si, ucv);
+        return;
+    }
+    /* Until it switches, the handler runs on the interrupted kernel thread:
+     * its activation, vproc and thread stay put. */
+    struct ito__activation *a = ito__arch_activation();
+    if (!a)
+        return;
+    int saved_errno = *a->errno_ptr;
+    /* No thread: a scheduler context — perhaps a parked spare, whose `vp` the
+     * monitor writes. With a thread, only this activation writes `vp`. */
+    struct ito__thread *t = ito__thread_self();
+    if (!t || !a->vp)
+        goto out;   /* its scheduler context, or a carrier that lost its vproc */
+    uint32_t word = ito__arch_critical_get(), depth = word & ITO_CRITICAL_DEPTH;
+    if (word & ITO_CRITICAL_ATTENTION) {
+        /* A slice that ended inside a section, or the monitor's mark
+         * (runtime/carrier.c): the vproc is gone, or the steal was called off. */
+        if (ito__carrier_lost(a)) {
+            if (depth == 0 && safe_point(a, t, ucv)) {
+                ito__critical_restore(0);
+                ito__carrier_leave(a, t);
+                a = ito__arch_activation();   /* resumed elsewhere */
+                fix_frame(ucv, a);
+            }
+            goto out;   /* otherwise at its next section, or the next tick */
+        }
+        if (!a->slice_pending)
+            ito__critical_restore(depth);   /* a steal called off */
+    }
+    /* Owner-written; this is the owner. */
+    struct ito__vproc *vp = a->vp;
+    uint64_t ticks = atomic_load_explicit(&vp->ticks, memory_order_relaxed);
+    /* A vproc losing its processor, or a thread asked to give way, switches
+     * out now, whatever its slice. Acquire pairs with the release store in
+     * ito_policy_preempt. */
+    bool now = ito__vproc_revoked(vp) || atomic_load_explicit(&vp->displace, memory_order_acquire);
+    if (ticks != a->slice_ticks && !now) {
+        a->slice_ticks = ticks;   /* it picked since the last tick: a new slice */
+        a->slice_deferred = false;
+        goto out;
+    }
+    if (depth > 0) {
+        a->slice_pending = true;
+        ito__arch_critical_or(ITO_CRITICAL_ATTENTION);   /* recovered when the section ends */
+        goto out;
+    }
+    if (!safe_point(a, t, ucv))
+        goto out;   /* deferred: the next tick looks again */
+    a->slice_pending = false;
+    if (!atomic_load_explicit(&vp->displace, memory_order_relaxed))
+        ITO_STAT_INC(vp, preemptions);
+    ito__preempt_switch(t);
+    /* Resumed, perhaps on another activation. */
+    a = ito__arch_activation();
+    fix_frame(ucv, a);
+out:
+    *a->errno_ptr = saved_errno;
+}
+
+/* "SIGURG", "URG", "SIGRTMIN+3", "RTMIN+3" or a number; -1 if none of these. */
+static int parse_signal(const char *s)
+{
+    if (!strncmp(s, "SIG", 3))
+        s += 3;
+    char *end;
+    if (!strncmp(s, "RTMIN", 5)) {
+        long n = s[5] == '+' ? strtol(s + 6, &end, 10) : (end = (char *)s + 5, 0);
+        return *end || SIGRTMIN + n > SIGRTMAX ? -1 : SIGRTMIN + (int)n;
+    }
+    static const struct { const char *name; int sig; } names[] = {
+        { "URG", SIGURG }, { "USR1", SIGUSR1 }, { "USR2", SIGUSR2 }, { "VTALRM", SIGVTALRM },
+        { "PROF", SIGPROF }, { "WINCH", SIGWINCH }, { "PWR", SIGPWR },
+    };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (!strcmp(s, names[i].name))
+            return names[i].sig;
+    long n = strtol(s, &end, 10);
+    return *s && !*end && n >= 1 && n <= SIGRTMAX ? (int)n : -1;
+}
+
+void ito__preempt_init(void)
+{
+    long long us = ito__env_int("ITO_TIMESLICE_US", ITO_TIMESLICE_DEFAULT_US, 0, 10000000, false);
+    if (us == 0 || ito__env_int("ITO_ACTIVATIONS", 1, 0, 1, false) == 0)
+        return;   /* ITO_ACTIVATIONS=0 turns preemption off too */
+    int sig = SIGURG;
+    const char *name = ito__env_str("ITO_PREEMPT_SIGNAL");
+    if (name) {
+        int s = parse_signal(name);
+        if (s < 0 || s == SIGKILL || s == SIGSTOP || s == SIGSEGV || s == SIGBUS || s == SIGFPE ||
+            s == SIGILL || s == SIGCHLD || s == SIGPIPE)
+            ito__warn("ignoring ITO_PREEMPT_SIGNAL='%s': not a signal ito can take (use SIGURG, "
+                      "SIGUSR1, SIGUSR2, SIGVTALRM, SIGPROF, SIGWINCH, SIGPWR, SIGRTMIN+n or a number); "
+                      "using SIGURG", name);
+        else
+            sig = s;
+    }
+    dl_iterate_phdr(collect, NULL);
+    tls_span = (tls_span + 2048 + 4095) & ~(size_t)4095;   /* plus the loader's surplus */
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_tick;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_NODEFER;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(sig, &sa, &prev_action) != 0) {
+        ito__warn("cannot install the preemption signal handler (%s): threads are not time-sliced",
+                  strerror(errno));
+        return;
+    }
+    ito__rt.timeslice_ns = (uint64_t)us * 1000u;
+    ito__rt.preempt_signal = sig;
+}
+
+void ito__preempt_start_self(struct ito__activation *a)
+{
+    if (!ito__rt.timeslice_ns)
+        return;
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, ito__rt.preempt_signal);
+    pthread_sigmask(SIG_UNBLOCK, &set, NULL);   /* an inherited mask must not mute the ticks */
+    struct sigevent ev;
+    memset(&ev, 0, sizeof ev);
+    ev.sigev_notify = SIGEV_THREAD_ID;
+    ev.sigev_signo = ito__rt.preempt_signal;
+    ev._sigev_un._tid = a->tid;
+    if (timer_create(CLOCK_THREAD_CPUTIME_ID, &ev, &a->slice_timer) != 0) {
+        ito__warn("cannot create a time-slice timer (%s): threads on one vproc are not "
+                  "time-sliced", strerror(errno));
+        return;
+    }
+    struct itimerspec its;
+    its.it_value.tv_sec = (time_t)(ito__rt.timeslice_ns / 1000000000u);
+    its.it_value.tv_nsec = (long)(ito__rt.timeslice_ns % 1000000000u);
+    its.it_interval = its.it_value;
+    timer_settime(a->slice_timer, 0, &its, NULL);
+}
