@@ -18,6 +18,8 @@
  *     variables (see ito_init). The kernel thread that initializes ito becomes
  *     an ito thread itself when it is the process's main thread, so main can
  *     spawn and join with no wrapper.
+ *   - Citations such as [SA §4.1] name the works ito is built on and a
+ *     section of each (docs/papers.md).
  *
  * Thread-local storage and errno
  *   errno belongs to the ito thread: ito saves it when the thread switches
@@ -36,10 +38,52 @@
  *   C-library lock (flockfile, a FILE being written) across a call that may
  *   switch: those locks record the kernel thread.
  *
- * Scheduling is cooperative in this version: a thread keeps its vproc until
- * it calls something that may switch. A system call that blocks holds the
- * vproc unless it is one of ito's I/O calls (ito/io.h) or is bracketed by
- * ito_blocking_begin/end, which let the vproc run other threads meanwhile.
+ * Time slices and blocking
+ *   A thread keeps its vproc until it calls something that may switch or
+ *   until its time slice ends: a thread that computes without calling ito is
+ *   switched out after ITO_TIMESLICE_US of CPU time (10 ms by default; 0
+ *   turns slicing off), at a safe point — a slice that ends inside ito's own
+ *   critical sections is recovered when the section ends, one that ends in
+ *   the C library waits for the next tick — with its registers (vector
+ *   registers included) and errno, and may resume on another vproc. So a
+ *   thread may change kernel threads between any two of its own
+ *   instructions, not only at calls that may switch: the rules above about
+ *   __thread variables and C-library locks hold across long computations
+ *   too. ito's I/O calls (ito/io.h) and ito_sleep_ns park only the thread.
+ *   A system call bracketed by ito_blocking_begin/end hands its vproc to a
+ *   spare kernel thread once it has stayed in the kernel for about 20 µs
+ *   while other threads could run; an unbracketed one (a plain read, sleep,
+ *   a page fault) is found by ito's monitor and its vproc handed on 1-2 ms
+ *   into the call. ITO_ACTIVATIONS=0 turns both hand-offs and time slices
+ *   off. docs/guide.md says more.
+ *
+ * C-library calls that ito defines
+ *   libito.so defines four functions of the C library under their own names:
+ *   posix_spawn, posix_spawnp, system and popen. In a dynamically linked
+ *   program they take precedence over the C library's and pass each call on
+ *   to the next definition (the C library's, or a sanitizer's wrapper of it)
+ *   with the same arguments, result and errno. Why: a new process inherits
+ *   the CPU affinity of the kernel thread that starts it, and an ito thread
+ *   runs on a kernel thread pinned to its vproc's one CPU (ITO_PIN), so a
+ *   child started from an ito thread would be confined to that CPU for life.
+ *   What ito adds, when the caller is an ito thread on a pinned vproc: for
+ *   the duration of the call the calling kernel thread gets the affinity the
+ *   process had before ito pinned anything (so the child inherits that), and
+ *   it is pinned to its vproc's CPU again before the call returns; the call
+ *   runs as if bracketed by ito_blocking_begin/end, so while system() waits
+ *   for its child the vproc runs other threads. Called from a foreign kernel
+ *   thread, before ito is initialized, or with ITO_PIN=0, the call is passed
+ *   on untouched. The child's scheduling policy is still the caller's
+ *   (SCHED_IDLE where a process of higher priority shares the caller's
+ *   processor: see "Sharing the processors" below). A fully statically
+ *   linked program has no next definition to pass the call on to: the
+ *   first such call stops the process with a message.
+ *   fork is not redefined: a handler registered with pthread_atfork gives
+ *   the child's one thread the process's affinity and the scheduling policy
+ *   it had before ito changed them. A fork copies only the calling kernel
+ *   thread and ito's runtime is not rebuilt in the child: after a fork from
+ *   a process where ito is initialized, the child may only call exec or
+ *   _exit.
  */
 #ifndef ITO_H
 #define ITO_H
@@ -83,7 +127,9 @@ typedef struct ito_config {
     int vprocs;            /* 0: ITO_VPROCS, else the CPUs this process may use
                               (affinity mask, cgroup CPU quota). */
     size_t stack_size;     /* 0: ITO_STACK_SIZE, else ITO_STACK_DEFAULT. */
-    const char *policy;    /* NULL: ITO_POLICY, else "ws". Built in: "ws", "fifo". */
+    const char *policy;    /* NULL: ITO_POLICY, else "ws". Built in: "ws", "fifo",
+                              "prio", "prio-shared", "affinity" (docs/guide.md);
+                              or one registered with ito_policy_register. */
     int idle_spin_us;      /* -1: ITO_IDLE_SPIN_US, else 50. How long an idle vproc
                               looks for work before it sleeps (0: sleep at once). */
     int pin;               /* -1: ITO_PIN, else 1. Pin each activation to one CPU. */
@@ -134,8 +180,8 @@ static inline bool ito_thread_equal(ito_thread_t a, ito_thread_t b) { return a.i
  * and "prio-shared" policies honour them: the more urgent thread runs first,
  * a thread made ready takes the vproc of a less urgent one at once, and a
  * thread's share of the CPU grows linearly with its priority (see
- * docs/guide.md). "ws" and "fifo" record them only. A change of priority
- * takes effect the next time the thread is queued. */
+ * docs/guide.md). "ws", "fifo" and "affinity" record them only. A change of
+ * priority takes effect the next time the thread is queued. */
 #define ITO_PRIO_MAX 31
 #define ITO_PRIO_DEFAULT 15
 
@@ -175,10 +221,13 @@ ITO_API int ito_attr_get_detached(const ito_attr_t *attr, bool *detached);
 ITO_API int ito_attr_set_name(ito_attr_t *attr, const char *name);
 ITO_API int ito_attr_get_name(const ito_attr_t *attr, char *buf, size_t len);
 /* Preferred vproc, or -1 for none. The thread is handed to that vproc when it
- * starts and whenever it is woken; the policy may still run it elsewhere when
- * its vproc is busy and another is idle. "ws" does; "fifo" keeps one queue for
- * all vprocs, so a thread runs on whichever vproc takes it first. EINVAL if
- * < -1; at spawn, EINVAL if >= ito_vproc_count(). */
+ * starts and whenever it is made ready; the policy may still run it elsewhere.
+ * "ws" and "prio" let an idle vproc take it while its vproc is busy ("prio"
+ * may also move it to a vproc running a less urgent thread); "affinity" lets
+ * another vproc take it only after it has waited ITO_AFFINITY_IDLE_US;
+ * "fifo" and "prio-shared" keep one queue for all vprocs, so it runs on
+ * whichever vproc takes it first. EINVAL if < -1; at spawn, EINVAL if
+ * >= ito_vproc_count(). */
 ITO_API int ito_attr_set_vproc(ito_attr_t *attr, int vproc);
 ITO_API int ito_attr_get_vproc(const ito_attr_t *attr, int *vproc);
 /* Group the thread starts in (ito_group_create), or NULL for none. EINVAL if
@@ -361,7 +410,7 @@ typedef struct ito_once { uintptr_t opaque_[4]; } ito_once_t;
 ITO_API int ito_once(ito_once_t *once, void (*fn)(void));
 
 /* ------------------------------------------------------------------------ */
-/* Thread groups (seed 004)                                                   */
+/* Thread groups [SKY §2.2]                                                   */
 /* ------------------------------------------------------------------------ */
 
 /*
@@ -455,7 +504,7 @@ ITO_API void ito_blocking_end(void);
 #endif
 
 /* ------------------------------------------------------------------------ */
-/* Futures (seed 003, appendix A)                                            */
+/* Futures [STH appendix A]                                                  */
 /* ------------------------------------------------------------------------ */
 
 /* A future is a thread whose result any number of threads can touch. Its
@@ -477,10 +526,10 @@ ITO_API bool ito_future_ready(ito_future_t f);
 ITO_API int ito_future_destroy(ito_future_t f);
 
 /* ------------------------------------------------------------------------ */
-/* Events (seed 000 Table 2, §1.2)                                           */
+/* Events [SA Table 2, §1.2]                                                 */
 /* ------------------------------------------------------------------------ */
 
-/* What the kernel would tell the thread system by upcall in seed 000, as ito
+/* What the kernel would tell the thread system by upcall [SA §3.1], as ito
  * learns it on Linux. */
 typedef enum ito_event_kind {
     ITO_EVENT_VPROC_ADDED = 1,  /* a vproc started running threads (at initialization, and when
@@ -549,20 +598,32 @@ ITO_API int ito_stats_get(ito_stats_t *stats);
 /* ------------------------------------------------------------------------ */
 
 /* The ito processes of one user divide the machine's processors among
- * themselves (seed 000 §4.1): equal shares among the processes of the
- * highest priority that can use them, the rest downwards; a processor is
+ * themselves [SA §4.1]: equal shares among the processes of the highest
+ * priority that can use them, the rest downwards; a processor is
  * time-shared only where the count does not divide; each process holds at
- * least one. A process asks for every vproc it has while threads wait for
- * one, and gives back a vproc that has slept for 2 ms. A vproc whose
- * processor goes to another process stops at its next safe point (within a
- * time slice) and its threads run on the others (ITO_EVENT_VPROC_REMOVED);
- * vprocs follow their processors (pinned, unless ITO_PIN=0).
+ * least one (a lower-priority process's kernel thread on a processor it
+ * shares with a higher one runs as SCHED_IDLE where it may). A process asks
+ * for every vproc it has while threads wait for one (a time slice ends or a
+ * thread yields while others wait, or waits for a busy vproc add up), and
+ * gives back a vproc that has slept for 2 ms. When a vproc's processor goes
+ * to another process, its kernel thread is moved off that processor at once
+ * and the vproc stops at its thread's next safe point; its threads run on
+ * the others (ITO_EVENT_VPROC_REMOVED). vprocs follow their processors
+ * (pinned, unless ITO_PIN=0). A process that dies loses its processors
+ * within about a second.
  *
  * ITO_ALLOCATOR=0 leaves the process out: it runs a vproc per CPU, as if
  * alone. A process that asked for more vprocs than it has CPUs stays out
  * too. ITO_ALLOC_DOMAIN=name: share only with the processes of that
- * domain. ITO_PRIORITY (-20..20, default 0): the process's priority.
- * ito-ctl shows the table. */
+ * domain. ITO_PRIORITY (ITO_ALLOC_PRIORITY_MIN..MAX, default 0): the
+ * process's priority; a value outside the range is reported on stderr and
+ * 0 is used. ito-ctl shows the table. */
+
+/* Process priorities for the allocation (ITO_PRIORITY, ito_alloc_set_priority,
+ * ito_alloc_info_t.priority): higher is served first. */
+#define ITO_ALLOC_PRIORITY_MIN (-20)
+#define ITO_ALLOC_PRIORITY_MAX 20
+
 typedef struct ito_alloc_info {
     int enabled;            /* 1: this process takes part */
     int vprocs;             /* its vprocs */
@@ -578,9 +639,11 @@ typedef struct ito_alloc_info {
 /* Fill *info. Returns 0, or EINVAL (info NULL). Any kernel thread; does not
  * switch. */
 ITO_API int ito_alloc_info(ito_alloc_info_t *info);
-/* Set this process's priority (ITO_ALLOC_PRIORITY_MIN..MAX, -20..20; higher
- * is served first). Takes effect within microseconds. Returns 0 or EINVAL.
- * Any kernel thread; does not switch. */
+/* Set this process's priority, ITO_ALLOC_PRIORITY_MIN..ITO_ALLOC_PRIORITY_MAX
+ * (higher is served first); it replaces ITO_PRIORITY's. Takes effect within
+ * microseconds. Returns 0; EINVAL outside the range; initializes ito if
+ * needed (and returns its error if that fails). Any kernel thread; does not
+ * switch. */
 ITO_API int ito_alloc_set_priority(int priority);
 
 #ifdef __cplusplus

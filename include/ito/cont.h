@@ -7,8 +7,8 @@
  * with the continuation of the computation that switched to it. Each
  * continuation can be resumed once (it is consumed; switching away again
  * produces a fresh one). This is enough to build coroutines, generators or a
- * scheduler of one's own — seed 003 §4 builds its thread dispatcher on
- * continuations in exactly this way.
+ * scheduler of one's own: Scheme Threads builds its thread dispatcher on
+ * continuations in exactly this way [STH §4].
  *
  *     static void body(ito_cont_transfer_t t) {            // runs on the new stack
  *         for (int i = 0;; i++)

@@ -93,7 +93,10 @@ typedef struct ito_policy_ops {
     /* Optional. vp is idle: take a thread from another vproc (vp->all) and
      * return it, or NULL. May also enqueue more stolen threads on vp. */
     ito_policy_node_t *(*steal)(ito_policy_vproc_t *vp);
-    /* Optional. Called on each busy vproc about every millisecond. */
+    /* Optional. Called on each vproc that runs threads, from its periodic
+     * work (every 32nd pick, and at the end of each time slice), at most once
+     * a millisecond: a vproc that runs one computing thread sees it once a
+     * slice. */
     void (*tick)(ito_policy_vproc_t *vp);
 } ito_policy_ops_t;
 
@@ -101,8 +104,9 @@ typedef struct ito_policy_ops {
  * Register a policy (the table must outlive the process). Returns 0; EINVAL
  * for a NULL table, a bad name, a size too small or a missing required op;
  * ENOTSUP for another ABI version; EEXIST if the name is taken (the built-in
- * "ws", "fifo", "prio", "prio-shared" and "affinity" are always taken); ENOSPC beyond ITO_POLICIES_MAX, which
- * counts the built-in policies. May be called before or after ito_init (a
+ * "ws", "fifo", "prio", "prio-shared" and "affinity" are always taken);
+ * ENOSPC beyond ITO_POLICIES_MAX, which counts the built-in policies; ENOMEM
+ * if the registry cannot copy the table. May be called before or after ito_init (a
  * policy is chosen only at initialization).
  */
 ITO_API int ito_policy_register(const ito_policy_ops_t *ops);
@@ -157,7 +161,7 @@ ITO_API void ito_policy_share(void);
  * its next safe point — sent the time-slice signal at once — and
  * enqueued with ITO_READY_DISPLACED; the vproc then picks again. Meant for a
  * policy that has just given that vproc a thread more urgent than the one it
- * runs (seed 000 §1.2: a ready thread should not wait while a less urgent
+ * runs ([SA §1.2]: a ready thread should not wait while a less urgent
  * one runs). From an op running on the vproc itself, the switch happens
  * when the current ito call is done. A vproc that is not running a thread
  * picks anyway and is left alone, as is everything without time slicing
