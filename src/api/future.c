@@ -1,5 +1,5 @@
 /*
- * Futures (seed 003, appendix A): a thread whose result any number of
+ * Futures ([STH], appendix A): a thread whose result any number of
  * threads may touch. A future is a thread descriptor with the FUTURE flag:
  * touching waits on the thread's exit like a join, but does not free it.
  * ito_future_destroy sets RELEASED; the descriptor is freed when the thread
@@ -20,7 +20,8 @@ ITO_API int ito_future_spawn(ito_future_t *f, const ito_attr_t *attr, void *(*fn
 {
     if (!f)
         return EINVAL;
-    return ito__spawn(&f->id, attr, fn, arg, ITO_CTL_FUTURE);
+    int e = ito__ensure_init();
+    return e ? e : ito__spawn(&f->id, attr, fn, arg, ITO_CTL_FUTURE);
 }
 
 /* Drop a pin; free the descriptor if that was the last thing keeping it. */

@@ -97,7 +97,7 @@ static int start(const ito_config_t *c, bool adopt)
     } else if (ito__env_str("ITO_POLICY")) {
         pol = ito__policy_find(ito__env_str("ITO_POLICY"));
         if (!pol)
-            ito__warn("ignoring ITO_POLICY='%s': no such policy (built in: ws, fifo, prio, prio-shared); using ws",
+            ito__warn("ignoring ITO_POLICY='%s': no such policy (built in: ws, fifo, prio, prio-shared, affinity); using ws",
                       ito__env_str("ITO_POLICY"));
     }
     if (!pol)

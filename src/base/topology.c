@@ -2,7 +2,7 @@
  * Cache topology through hwloc.
  *
  * The "affinity" policy moves threads preferably between vprocs whose CPUs
- * share a cache (seed 004: migration is cheap where the data stays in a
+ * share a cache ([SKY]: migration is cheap where the data stays in a
  * cache both can read). hwloc knows the machine's caches from sysfs and
  * cpuid; we ask it once, on first use, and keep a table of the smallest
  * shared cache level for every pair of CPUs, so that a question costs one

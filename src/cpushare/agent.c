@@ -17,7 +17,7 @@
  *     (ito__agent_backlog_end: threads that block too often to end a
  *     slice); or,
  *     without slices or from a foreign kernel thread, work was made ready
- *     with no vproc free — seed 000's "add more processors"; and for one
+ *     with no vproc free — [SA]'s "add more processors"; and for one
  *     fewer per vproc that has slept for ITO_ALLOC_IDLE_NS ("this processor
  *     is idle", idle.c). The want is posted only when it changes.
  *   - Weight. A vproc kept on a processor that a process of higher

@@ -1,5 +1,5 @@
 /*
- * Dynamic space sharing (seed 000 §4.1, after Zahorjan and McCann): how the
+ * Dynamic space sharing ([SA §4.1], after Zahorjan and McCann): how the
  * processors are divided among the ito processes of a machine.
  *
  * The rule. Processors are divided equally among the processes of the
@@ -23,7 +23,7 @@
  * processors left to choose from, then the lower index). Each takes a
  * processor it already holds if it can, else one that no other taker
  * holds — a reallocation moves as few processors as possible, so caches
- * stay warm (seed 004) — preferring the one the fewest other takers of its
+ * stay warm ([SKY]) — preferring the one the fewest other takers of its
  * priority could use, so that narrow affinity masks are not starved by wide
  * ones, then the lowest.
  *

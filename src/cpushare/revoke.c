@@ -1,5 +1,5 @@
 /*
- * A vproc whose processor was taken away (seed 000's "processor preempted"
+ * A vproc whose processor was taken away ([SA]'s "processor preempted"
  * when the allocator reallocates: src/cpushare/agent.c).
  *
  * Problem. When another process gets one of our processors, one of our

@@ -1,10 +1,10 @@
 /*
- * The allocation table: seed 000's processor allocator, in shared memory.
+ * The allocation table: [SA]'s processor allocator, in shared memory.
  *
  * Problem. Several ito processes on one machine each run a vproc per
  * processor; the kernel time-slices the surplus, preempting lock holders
- * and idling processors while work waits (seed 000 §3.2, Table 5). Seed
- * 000's kernel divides the processors among address spaces from two hints
+ * and idling processors while work waits ([SA §3.2, Table 5]). The
+ * kernel of [SA] divides the processors among address spaces from two hints
  * (Table 3: "I could use n more", "this processor is idle"). Linux will not,
  * so the processes do it among themselves.
  *

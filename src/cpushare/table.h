@@ -10,15 +10,16 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include <ito.h>
+
 #include "cpushare/cpumask.h"
 #include "cpushare/divide.h"
 
 #define ITO_ALLOC_MAGIC 0x636f6c6c61746f69ull   /* "itoalloc", little-endian */
 #define ITO_ALLOC_VERSION 1                      /* also in the segment's name */
 #define ITO_ALLOC_SLOTS ITO_SHARE_MAX_CLAIMS
-/* Process priorities (ITO_PRIORITY): higher is served first. */
-#define ITO_ALLOC_PRIORITY_MIN (-20)
-#define ITO_ALLOC_PRIORITY_MAX 20
+/* Process priorities (ITO_PRIORITY): ITO_ALLOC_PRIORITY_MIN..MAX (ito.h);
+ * higher is served first. */
 #define ITO_ALLOC_NAME_LEN 16
 
 enum { ITO_SLOT_FREE = 0, ITO_SLOT_USED = 1 };
@@ -88,7 +89,7 @@ void ito__alloc_unlock(struct ito__alloc_table *t);
  * and wake every process. Returns whether a grant changed. */
 bool ito__alloc_divide(struct ito__alloc_table *t);
 
-/* What a process posts: its hints (Table 3 of seed 000) and what they are
+/* What a process posts: its hints (Table 3 of [SA]) and what they are
  * bounded by. */
 struct ito__alloc_hints {
     int priority;                     /* clamped to ITO_ALLOC_PRIORITY_MIN..MAX */

@@ -1,5 +1,5 @@
 /*
- * "affinity": cache-affinity scheduling with thread groups (seed 004, SKY-1).
+ * "affinity": cache-affinity scheduling with thread groups ([SKY], SKY-1).
  *
  * A thread that ran on a processor left its data in that processor's
  * caches; moving it elsewhere throws that away, and threads that write the

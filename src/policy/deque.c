@@ -2,7 +2,7 @@
  * The Chase-Lev work-stealing deque.
  *
  * The owner pushes and takes at the bottom (LIFO: the thread made ready last
- * runs first, its data still in cache — seed 000 §4.2); thieves take at the
+ * runs first, its data still in cache — [SA §4.2]); thieves take at the
  * top (the oldest, usually the largest piece of work). The owner's take needs
  * one store-load fence; steal needs a CAS on top; the two race only for the
  * last item, and the CAS on top settles it.

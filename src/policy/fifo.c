@@ -1,6 +1,6 @@
 /*
  * "fifo": one FIFO queue shared by all vprocs, under a spinlock — the
- * conventional single-queue scheduler that seed 004 and seed 002 compare
+ * conventional single-queue scheduler that [SKY] and [SSH] compare
  * against. Every ready thread waits in arrival order, whatever vproc made it
  * ready; any vproc runs the oldest. Simple and fair, but every enqueue and
  * pick crosses the same lock and cache line, and threads migrate freely, so

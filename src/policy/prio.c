@@ -1,5 +1,5 @@
 /*
- * "prio" and "prio-shared": O(1) priority scheduling (seed 002; Linux 2.6).
+ * "prio" and "prio-shared": O(1) priority scheduling ([SSH]; Linux 2.6).
  *
  * Each vproc ("prio") — or the whole process ("prio-shared", the SSH
  * organization) — keeps an O(1) queue (prioq.c): per-level FIFO lists in an
@@ -13,7 +13,7 @@
  * by slice; when its quantum is spent it gets a new one and goes to the
  * expired array. The arrays swap when the active one is empty. Within one
  * such epoch every ready thread runs its whole quantum, so a thread's CPU
- * share grows linearly with its level (seed 002 §4.3.3: not with its
+ * share grows linearly with its level ([SSH §4.3.3]: not with its
  * square, as when both the slice and the order favour it), and no ready
  * thread starves, whatever its level. Threads that wait (locks, I/O,
  * sleeps) come back to the active array with what is left of their
@@ -21,7 +21,7 @@
  * 2.6: it lets every ready thread run first, less urgent ones too — a
  * thread that polls with ito_yield cannot starve them.
  *
- * Urgency across vprocs (seed 000 §1.2). A thread that becomes ready
+ * Urgency across vprocs ([SA §1.2]). A thread that becomes ready
  * should not wait while a less urgent one runs on any vproc. A thread made
  * ready goes to the vproc running the lowest level below its own
  * (ito_policy_running_priority; a vproc that was just given a thread counts
@@ -39,7 +39,7 @@
  * (enqueue, pick) and by others that place a thread there or take one; at
  * most one queue lock is held at a time. "prio-shared": one lock for the one
  * queue; a joiner takes its not-yet-started child out of it without the
- * lock, by marking it (ito__prioq_claim, seed 002 §6.3). `top` and
+ * lock, by marking it (ito__prioq_claim, [SSH §6.3]). `top` and
  * `promised` are hints written under the lock or by a placement and read
  * relaxed; like the running priority, a stale one only makes one decision
  * less urgent-first.

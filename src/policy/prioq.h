@@ -1,5 +1,5 @@
 /*
- * The O(1) priority queue of seed 002 (§4.3.4, §5; Linux 2.6's runqueue).
+ * The O(1) priority queue of [SSH] (§4.3.4, §5; Linux 2.6's runqueue).
  *
  * Two arrays of per-level FIFO lists, "active" and "expired", each with a
  * bitmap of its non-empty levels. pop takes the head of the highest
@@ -10,7 +10,7 @@
  * thread still in the active array has had its turn: no level starves.
  * Higher level = more urgent.
  *
- * Removal of a queued node, two ways (seed 002 §6.3):
+ * Removal of a queued node, two ways ([SSH §6.3]):
  *   - ito__prioq_remove unlinks it at once (the lists are doubly linked), for
  *     whoever holds the queue;
  *   - ito__prioq_claim (a `lazy` queue only) marks it DEQUEUED with one CAS,

@@ -13,7 +13,7 @@
  *     gets to it first, cheaper and with its data in cache;
  *   - a Chase-Lev deque (deque.c) for the threads that spawns push out of the
  *     slot: LIFO for the owner, so fork-join programs run depth-first with
- *     warm caches (seed 000 §4.2; Cilk), FIFO for thieves, which take the
+ *     warm caches ([SA §4.2]; Cilk), FIFO for thieves, which take the
  *     oldest — usually largest — work;
  *   - a FIFO for threads that yielded, and for those that wake-ups push out
  *     of the slot (so a stream of wake-ups serves its threads in turn). Its

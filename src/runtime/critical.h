@@ -13,7 +13,7 @@
  * depth, plus an ATTENTION bit that two others set:
  *   - the tick's signal handler (upcall/preempt.c), when a slice ends while
  *     the depth is above zero: the section runs to its end, and leaving it
- *     at depth zero yields — the "recovery" of seed 000 §3.3 and §4.3;
+ *     at depth zero yields — the "recovery" of [SA §3.3, §4.3];
  *   - the monitor (runtime/carrier.c), when it takes the vproc of a kernel
  *     thread asleep in a call that nobody bracketed: that kernel thread may
  *     wake at any moment and must not touch the vproc again, so the next
@@ -32,7 +32,7 @@
  * section that lasts until its switch, so the outermost entry always finds
  * its thread RUNNING and free to move to another kernel thread.
  *
- * Rejected: a range of program counters for ito's own code (seed 000 §4.3).
+ * Rejected: a range of program counters for ito's own code ([SA §4.3]).
  * It costs nothing, but it cannot tell when the section ends — ito calls the
  * C library, policies written by the application and hooks in the middle of
  * its work — and with a static library ito's code is interleaved with the

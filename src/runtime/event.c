@@ -1,5 +1,5 @@
 /*
- * Events for the application (seed 000 §1.2: the application customizes its
+ * Events for the application ([SA §1.2]: the application customizes its
  * scheduling): processor added, thread blocked and unblocked in the kernel,
  * thread preempted.
  *

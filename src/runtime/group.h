@@ -1,5 +1,5 @@
 /*
- * Thread groups (seed 004 §2.2): the core keeps the membership; a policy
+ * Thread groups ([SKY §2.2]): the core keeps the membership; a policy
  * that honours groups ("affinity") keeps its placement in the group's
  * policy words (ito_policy_group_t).
  */

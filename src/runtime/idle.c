@@ -1,7 +1,7 @@
 /*
  * Idle vprocs: look for work briefly, then sleep, and never miss a wake-up.
  *
- * Seed 000 §4.2: a processor that runs out of work spins for a while before
+ * [SA §4.2]: a processor that runs out of work spins for a while before
  * declaring itself idle, because new work often arrives within microseconds
  * (hysteresis). Here an idle vproc, in its activation's scheduler context:
  *
@@ -371,7 +371,7 @@ struct ito__thread *ito__idle_find(struct ito__vproc *vp)
             uint64_t deadline = ito__timers_earliest();
             if (vp->retry_at && vp->retry_at < deadline)
                 deadline = vp->retry_at;   /* something to take later (find_remote) */
-            /* Seed 000 §4.2: a vproc tells the allocator it is idle only
+            /* [SA §4.2]: a vproc tells the allocator it is idle only
              * after sleeping a while (hysteresis): wake up then to say so. */
             uint64_t declare_at = 0;
             if (ito__rt.allocator && !atomic_load_explicit(&vp->idle_declared, memory_order_relaxed)) {

@@ -2,10 +2,10 @@
  * The monitor: no processor lost to a blocked kernel call.
  *
  * Problem. Linux does not tell a process that one of its kernel threads has
- * blocked (seed 000's "blocked" upcall). A vproc whose carrier sits in a slow
+ * blocked ([SA]'s "blocked" upcall). A vproc whose carrier sits in a slow
  * system call runs nothing, however many threads are ready.
  *
- * Approach (Go's sysmon and retake, with seed 000's vocabulary). Threads
+ * Approach (Go's sysmon and retake, with [SA]'s vocabulary). Threads
  * bracket calls that may block (ito_blocking_begin/end, runtime/carrier.c), which
  * mark the vproc's kstate with plain stores. A monitor kernel thread scans
  * the vprocs: a vproc seen in the same blocking call (same kcalls) at two

@@ -24,7 +24,7 @@
  * safe; otherwise the slice's end is deferred or recovered:
  *   - inside one of ito's critical sections (runtime/critical.h): the handler
  *     sets the word's attention bit and the section yields when it ends —
- *     the recovery of seed 000 §3.3/§4.3 (critical.c);
+ *     the recovery of [SA §3.3, §4.3] (critical.c);
  *   - inside the C library, the dynamic loader or a sanitizer runtime (their
  *     locks record the owning kernel thread; their code keeps addresses of
  *     the kernel thread's TLS in registers): deferred to the next tick;
