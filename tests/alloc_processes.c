@@ -97,9 +97,9 @@ static int table_want(pid_t pid)
         CHECK(t != MAP_FAILED);
         close(fd);
     }
-    for (int i = 0; i < ITO_ALLOC_SLOTS; i++) {
+    for (int i = 0; i < ITO__ALLOC_SLOTS; i++) {
         const volatile struct ito__alloc_slot *s = &t->slot[i];
-        if (s->state == ITO_SLOT_USED && s->pid == pid)
+        if (s->state == ITO__SLOT_USED && s->pid == pid)
             return s->want;
     }
     return -1;

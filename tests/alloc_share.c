@@ -123,10 +123,10 @@ static void check_properties(uint64_t *seed)
 {
     int ncpu = 1 + (int)(test_rand(seed) % 40);
     if (test_rand(seed) % 8 == 0)
-        ncpu = ITO_ALLOC_MAX_CPUS - (int)(test_rand(seed) % 3);
-    int n = 1 + (int)(test_rand(seed) % (test_rand(seed) % 4 == 0 ? ITO_SHARE_MAX_CLAIMS : 6));
-    static struct ito__share_claim claims[ITO_SHARE_MAX_CLAIMS];
-    static ito__cpumask grant[ITO_SHARE_MAX_CLAIMS], again[ITO_SHARE_MAX_CLAIMS];
+        ncpu = ITO__ALLOC_MAX_CPUS - (int)(test_rand(seed) % 3);
+    int n = 1 + (int)(test_rand(seed) % (test_rand(seed) % 4 == 0 ? ITO__SHARE_MAX_CLAIMS : 6));
+    static struct ito__share_claim claims[ITO__SHARE_MAX_CLAIMS];
+    static ito__cpumask grant[ITO__SHARE_MAX_CLAIMS], again[ITO__SHARE_MAX_CLAIMS];
     ito__cpumask online;
     ito__cpumask_zero(&online);
     for (int c = 0; c < ncpu; c++)
@@ -151,10 +151,10 @@ static void check_properties(uint64_t *seed)
     ito__share_divide(claims, n, &online, grant);
     ito__share_divide(claims, n, &online, again);
 
-    static short holders[ITO_ALLOC_MAX_CPUS];
+    static short holders[ITO__ALLOC_MAX_CPUS];
     memset(holders, 0, sizeof holders);
-    int cap[ITO_SHARE_MAX_CLAIMS], count[ITO_SHARE_MAX_CLAIMS];
-    ito__cpumask allow[ITO_SHARE_MAX_CLAIMS];
+    int cap[ITO__SHARE_MAX_CLAIMS], count[ITO__SHARE_MAX_CLAIMS];
+    ito__cpumask allow[ITO__SHARE_MAX_CLAIMS];
     for (int i = 0; i < n; i++) {
         CHECK(ito__cpumask_equal(&grant[i], &again[i]));   /* deterministic */
         ito__cpumask_and(&allow[i], &claims[i].allowed, &online);

@@ -26,7 +26,7 @@ static int ncpu;   /* online processors, as the table sees them */
 static struct ito__alloc_hints hints(int want, int priority)
 {
     struct ito__alloc_hints h = { .priority = priority, .want = want, .vprocs = want < 1 ? 1 : want };
-    for (int c = 0; c < ITO_ALLOC_MAX_CPUS; c++)
+    for (int c = 0; c < ITO__ALLOC_MAX_CPUS; c++)
         ito__cpumask_set(&h.allowed, c);
     snprintf(h.name, sizeof h.name, "test%d", (int)getpid());
     return h;
@@ -51,8 +51,8 @@ static int used_slots(struct ito__alloc_table *t)
 {
     ito__alloc_lock(t);
     int n = 0;
-    for (int i = 0; i < ITO_ALLOC_SLOTS; i++)
-        n += t->slot[i].state == ITO_SLOT_USED;
+    for (int i = 0; i < ITO__ALLOC_SLOTS; i++)
+        n += t->slot[i].state == ITO__SLOT_USED;
     ito__alloc_unlock(t);
     return n;
 }
@@ -107,14 +107,14 @@ static void join_leave_demand(void)
     struct ito__alloc_table *t = open_table();
     int slot;
     uint64_t serial;
-    struct ito__alloc_hints me = hints(ITO_ALLOC_MAX_CPUS, 0);
+    struct ito__alloc_hints me = hints(ITO__ALLOC_MAX_CPUS, 0);
     OK(ito__alloc_join(t, &me, &slot, &serial));
     ncpu = ito__cpumask_count(&t->h.online);
     CHECK(ncpu >= 1);
     CHECK_EQ(grant_count(t, slot, serial), ncpu);   /* alone: everything */
 
     uint32_t gen0 = atomic_load(&t->h.generation);
-    pid_t a = child_join(ITO_ALLOC_MAX_CPUS, false);
+    pid_t a = child_join(ITO__ALLOC_MAX_CPUS, false);
     CHECK_EQ(used_slots(t), 2);
     int mine = grant_count(t, slot, serial);
     if (ncpu >= 2) {
@@ -128,7 +128,7 @@ static void join_leave_demand(void)
     me.want = 1;
     OK(ito__alloc_post(t, slot, serial, &me));
     CHECK_EQ(grant_count(t, slot, serial), 1);
-    me.want = ITO_ALLOC_MAX_CPUS;
+    me.want = ITO__ALLOC_MAX_CPUS;
     OK(ito__alloc_post(t, slot, serial, &me));
     CHECK_EQ(grant_count(t, slot, serial), ncpu >= 2 ? (ncpu + 1) / 2 : 1);
 
@@ -163,17 +163,17 @@ static void join_leave_demand(void)
     CHECK_EQ(grant_count(t, slot, serial), ncpu);   /* the dead one's processors came back */
 
     /* A full table (64 live processes) says ENOSPC. */
-    pid_t kids[ITO_ALLOC_SLOTS];
-    for (int i = 0; i < ITO_ALLOC_SLOTS - 1; i++)
+    pid_t kids[ITO__ALLOC_SLOTS];
+    for (int i = 0; i < ITO__ALLOC_SLOTS - 1; i++)
         kids[i] = child_join(1, false);
-    CHECK_EQ(used_slots(t), ITO_ALLOC_SLOTS);
+    CHECK_EQ(used_slots(t), ITO__ALLOC_SLOTS);
     int s2;
     uint64_t ser2;
     CHECK_EQ(ito__alloc_join(t, &me, &s2, &ser2), ENOSPC);
     CHECK(grant_count(t, slot, serial) >= 1);
-    for (int i = 0; i < ITO_ALLOC_SLOTS - 1; i++)
+    for (int i = 0; i < ITO__ALLOC_SLOTS - 1; i++)
         kill(kids[i], SIGKILL);
-    for (int i = 0; i < ITO_ALLOC_SLOTS - 1; i++)
+    for (int i = 0; i < ITO__ALLOC_SLOTS - 1; i++)
         reap(kids[i], true);
     OK(ito__alloc_join(t, &me, &s2, &ser2));   /* room made from the dead */
     ito__alloc_leave(t, s2, ser2);
@@ -187,7 +187,7 @@ static void join_leave_demand(void)
 static void killed_holding_lock(void)
 {
     struct ito__alloc_table *t = open_table();
-    pid_t c = child_join(ITO_ALLOC_MAX_CPUS, true);
+    pid_t c = child_join(ITO__ALLOC_MAX_CPUS, true);
     uint64_t takeovers = t->h.takeovers;
     kill(c, SIGKILL);
     reap(c, true);
@@ -240,7 +240,7 @@ static void garbage(void)
     struct ito__alloc_table *t = open_table();
     int slot;
     uint64_t serial;
-    struct ito__alloc_hints me = hints(ITO_ALLOC_MAX_CPUS, 0);
+    struct ito__alloc_hints me = hints(ITO__ALLOC_MAX_CPUS, 0);
     uint64_t seed = 7;
     int rounds = (int)test_scaled(200);
     for (int r = 0; r < rounds; r++) {
@@ -260,7 +260,7 @@ static void garbage(void)
             s->want = (int32_t)test_rand(&seed);
             s->priority = (int32_t)(test_rand(&seed) % 100) - 50;
             s->ngrant = (int32_t)(test_rand(&seed) % 3);
-            for (int w = 0; w < ITO_CPUMASK_WORDS; w++)
+            for (int w = 0; w < ITO__CPUMASK_WORDS; w++)
                 s->grant.w[w] = test_rand(&seed);
             break;
         }
@@ -281,7 +281,7 @@ static void garbage(void)
             OK(e);
         }
         int n = ito__cpumask_count(&m);
-        CHECK(n >= 1 && n <= ITO_ALLOC_MAX_CPUS);
+        CHECK(n >= 1 && n <= ITO__ALLOC_MAX_CPUS);
         ito__cpumask inside;
         ito__cpumask_and(&inside, &m, &t->h.online);
         CHECK(ito__cpumask_equal(&inside, &m));
@@ -293,10 +293,10 @@ static void garbage(void)
     ito__alloc_lock(t);
     ito__alloc_unlock(t);
     uint64_t rebuilds = t->h.rebuilds;
-    t->h.version = ITO_ALLOC_VERSION + 1;
+    t->h.version = ITO__ALLOC_VERSION + 1;
     CHECK(ito__alloc_lock(t));
     ito__alloc_unlock(t);
-    CHECK_EQ(t->h.version, ITO_ALLOC_VERSION);
+    CHECK_EQ(t->h.version, ITO__ALLOC_VERSION);
     CHECK(t->h.rebuilds >= 1);   /* its counters are not trusted either */
     (void)rebuilds;
     ito__alloc_table_close(t);

@@ -70,7 +70,7 @@ static void run_case(const struct scase *c)
         switch (s->op) {
         case PUSH:
             ito__prioq_push(&q, n, (unsigned)s->level, s->expired, s->front);
-            CHECK_EQ(ito__prioq_state(n), ITO_PRIOQ_ENQUEUED);
+            CHECK_EQ(ito__prioq_state(n), ITO__PRIOQ_ENQUEUED);
             CHECK_EQ(ito__prioq_level(n), s->level);
             CHECK_EQ(ito__prioq_in_expired(&q, n), s->expired);
             break;
@@ -80,17 +80,17 @@ static void run_case(const struct scase *c)
                 fprintf(stderr, "case \"%s\", step %d: popped %d, expected %d\n", c->name, i, id(got), s->node);
             CHECK_EQ(id(got), s->node);
             if (got)
-                CHECK_EQ(ito__prioq_state(got), ITO_PRIOQ_OUT);
+                CHECK_EQ(ito__prioq_state(got), ITO__PRIOQ_OUT);
             break;
         }
         case CLAIM:
             CHECK(ito__prioq_claim(n));
             CHECK(!ito__prioq_claim(n));   /* handed out once */
-            CHECK_EQ(ito__prioq_state(n), ITO_PRIOQ_DEQUEUED);
+            CHECK_EQ(ito__prioq_state(n), ITO__PRIOQ_DEQUEUED);
             break;
         case REMOVE:
             CHECK(ito__prioq_remove(&q, n));
-            CHECK_EQ(ito__prioq_state(n), ITO_PRIOQ_OUT);
+            CHECK_EQ(ito__prioq_state(n), ITO__PRIOQ_OUT);
             break;
         }
     }

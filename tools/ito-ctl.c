@@ -98,8 +98,8 @@ int main(int argc, char **argv)
         last_realloc = snap.h.reallocations;
         last_t = now;
         int procs = 0;
-        for (int i = 0; i < ITO_ALLOC_SLOTS; i++)
-            procs += snap.slot[i].state == ITO_SLOT_USED;
+        for (int i = 0; i < ITO__ALLOC_SLOTS; i++)
+            procs += snap.slot[i].state == ITO__SLOT_USED;
         char online[256];
         cpus_str(&snap.h.online, online, sizeof online);
         if (!once)
@@ -109,9 +109,9 @@ int main(int argc, char **argv)
                name, procs, procs == 1 ? "" : "es", online, (unsigned long long)snap.h.reallocations, rate,
                (unsigned long long)snap.h.takeovers, (unsigned long long)snap.h.rebuilds);
         printf("%8s  %-16s %5s %5s %5s  %s\n", "PID", "NAME", "PRIO", "WANT", "HELD", "CPUS");
-        for (int i = 0; i < ITO_ALLOC_SLOTS; i++) {
+        for (int i = 0; i < ITO__ALLOC_SLOTS; i++) {
             const struct ito__alloc_slot *s = &snap.slot[i];
-            if (s->state != ITO_SLOT_USED)
+            if (s->state != ITO__SLOT_USED)
                 continue;
             char cpus[256];
             cpus_str(&s->grant, cpus, sizeof cpus);

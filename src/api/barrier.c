@@ -28,10 +28,10 @@ ITO_API int ito_barrier_init(ito_barrier_t *ub, unsigned count)
     if (!ub || count == 0)
         return EINVAL;
     struct ito__barrier *b = B(ub);
-    atomic_store_explicit(&b->lk.locked, 0, memory_order_relaxed);
+    ito__spin_init(&b->lk, ITO__LOCK_OBJECT);
     b->count = count;
     b->arrived = 0;
-    b->q.head = b->q.tail = NULL;
+    ito__waitq_init(&b->q);
     return 0;
 }
 

@@ -39,9 +39,9 @@ ITO_API int ito_cond_init(ito_cond_t *uc)
     if (!uc)
         return EINVAL;
     struct ito__cond *c = C(uc);
-    atomic_store_explicit(&c->lk.locked, 0, memory_order_relaxed);
+    ito__spin_init(&c->lk, ITO__LOCK_OBJECT);
     c->destroyed = 0;
-    c->q.head = c->q.tail = NULL;
+    ito__waitq_init(&c->q);
     return 0;
 }
 
@@ -100,7 +100,9 @@ ITO_API int ito_cond_timedwait(ito_cond_t *c, ito_mutex_t *m, const struct times
     return cond_wait(C(c), (struct ito__mutex *)m, deadline);
 }
 
-ITO_API int ito_cond_signal(ito_cond_t *uc)
+/* Claim the first waiter of uc (all of them: a list) under its lock, and
+ * wake outside it. */
+ITO_INLINE int wake(ito_cond_t *uc, bool all)
 {
     if (!uc)
         return EINVAL;
@@ -110,25 +112,15 @@ ITO_API int ito_cond_signal(ito_cond_t *uc)
         ito__spin_unlock(&c->lk);
         return EINVAL;
     }
-    struct ito__waiter *w = ito__waitq_pop_claim(&c->q);
+    struct ito__waiter *w = all ? ito__waitq_claim_all(&c->q) : ito__waitq_pop_claim(&c->q);
     ito__spin_unlock(&c->lk);
-    if (w)
+    if (all)
+        ito__wake_finish_all(w);
+    else if (w)
         ito__wake_finish(w);
     return 0;
 }
 
-ITO_API int ito_cond_broadcast(ito_cond_t *uc)
-{
-    if (!uc)
-        return EINVAL;
-    struct ito__cond *c = C(uc);
-    ito__spin_lock(&c->lk);
-    if (c->destroyed == COND_DESTROYED) {
-        ito__spin_unlock(&c->lk);
-        return EINVAL;
-    }
-    struct ito__waiter *list = ito__waitq_claim_all(&c->q);
-    ito__spin_unlock(&c->lk);
-    ito__wake_finish_all(list);
-    return 0;
-}
+ITO_API int ito_cond_signal(ito_cond_t *uc) { return wake(uc, false); }
+
+ITO_API int ito_cond_broadcast(ito_cond_t *uc) { return wake(uc, true); }

@@ -36,7 +36,7 @@
 #include "upcall/preempt.h"
 #include "runtime/ring.h"
 
-#define ITO_IDLE_SPIN_DEFAULT_US 50
+#define ITO__IDLE_SPIN_DEFAULT_US 50
 
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -44,7 +44,7 @@ static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static int validate(const ito_config_t *c)
 {
-    if (c->vprocs < 0 || c->vprocs > ITO_VPROCS_MAX)
+    if (c->vprocs < 0 || c->vprocs > ITO__VPROCS_MAX)
         return EINVAL;
     if (c->stack_size && (c->stack_size < ITO_STACK_MIN || c->stack_size > ITO_STACK_MAX))
         return EINVAL;
@@ -82,14 +82,14 @@ static int start(const ito_config_t *c, bool adopt)
 
     int n = c->vprocs;
     if (!n)
-        n = (int)ito__env_int("ITO_VPROCS", 0, 1, ITO_VPROCS_MAX, false);
+        n = (int)ito__env_int("ITO_VPROCS", 0, 1, ITO__VPROCS_MAX, false);
     if (!n) {
         int cpus[CPU_SETSIZE];
         n = ito__cpus_usable(cpus, CPU_SETSIZE);
     }
     size_t stack = c->stack_size ? c->stack_size : ito__default_stack_size();
     long long spin = c->idle_spin_us >= 0 ? c->idle_spin_us
-                                          : ito__env_int("ITO_IDLE_SPIN_US", ITO_IDLE_SPIN_DEFAULT_US, 0, 1000000, false);
+                                          : ito__env_int("ITO_IDLE_SPIN_US", ITO__IDLE_SPIN_DEFAULT_US, 0, 1000000, false);
     int pin = c->pin >= 0 ? c->pin : (int)ito__env_int("ITO_PIN", 1, 0, 1, false);
     const ito_policy_ops_t *pol = NULL;
     if (c->policy) {
@@ -147,9 +147,9 @@ int ito__init_slow(const ito_config_t *cfg, bool explicit_call)
     pthread_mutex_lock(&init_lock);
     int s = atomic_load_explicit(&ito__rt.state, memory_order_acquire);
     int e;
-    if (s == ITO_RT_READY) {
+    if (s == ITO__RT_READY) {
         e = explicit_call && cfg ? EBUSY : 0;
-    } else if (s == ITO_RT_FAILED) {
+    } else if (s == ITO__RT_FAILED) {
         e = ito__rt.init_error;
     } else {
         ito_config_t dflt = ITO_CONFIG_INIT;
@@ -160,17 +160,17 @@ int ito__init_slow(const ito_config_t *cfg, bool explicit_call)
             e = start(c, adopt);
             if (e) {
                 ito__rt.init_error = e;
-                atomic_store_explicit(&ito__rt.state, ITO_RT_FAILED, memory_order_release);
+                atomic_store_explicit(&ito__rt.state, ITO__RT_FAILED, memory_order_release);
                 ito__warn("initialization failed: %s", strerror(e));
             } else {
                 /* Release: everything set up above is visible to whoever
                  * passes ito__ensure_init (acquire). */
-                atomic_store_explicit(&ito__rt.state, ITO_RT_READY, memory_order_release);
+                atomic_store_explicit(&ito__rt.state, ITO__RT_READY, memory_order_release);
             }
         }
     }
     pthread_mutex_unlock(&init_lock);
-    if (s != ITO_RT_READY && s != ITO_RT_FAILED && !e && ito__on_activation()) {
+    if (s != ITO__RT_READY && s != ITO__RT_FAILED && !e && ito__on_activation()) {
         /* This kernel thread now carries vproc 0: report it, outside the
          * lock (a hook may call ito). The others report from their own
          * activations (activation.c). */

@@ -14,11 +14,11 @@
 int ito__init_slow(const ito_config_t *cfg, bool explicit_call);
 
 /* The gate: one acquire load on the fast path. Pairs with the release
- * store of ITO_RT_READY at the end of initialization. */
+ * store of ITO__RT_READY at the end of initialization. */
 static inline int ito__ensure_init(void)
 {
     int s = atomic_load_explicit(&ito__rt.state, memory_order_acquire);
-    if (ITO_LIKELY(s == ITO_RT_READY))
+    if (ITO_LIKELY(s == ITO__RT_READY))
         return 0;
     return ito__init_slow(NULL, false);
 }

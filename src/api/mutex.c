@@ -35,7 +35,7 @@ _Static_assert(_Alignof(struct ito__mutex) <= _Alignof(ito_mutex_t), "ito_mutex_
 
 static __thread uint64_t foreign_id __attribute__((aligned(8)));
 
-uintptr_t ito__owner_foreign(void) { return (uintptr_t)&foreign_id | ITO_OWNER_FOREIGN; }
+uintptr_t ito__owner_foreign(void) { return (uintptr_t)&foreign_id | ITO__OWNER_FOREIGN; }
 
 static inline struct ito__mutex *M(ito_mutex_t *m) { return (struct ito__mutex *)m; }
 
@@ -45,8 +45,8 @@ ITO_API int ito_mutex_init(ito_mutex_t *um)
         return EINVAL;
     struct ito__mutex *m = M(um);
     atomic_store_explicit(&m->word, 0, memory_order_relaxed);
-    atomic_store_explicit(&m->lk.locked, 0, memory_order_relaxed);
-    m->q.head = m->q.tail = NULL;
+    ito__spin_init(&m->lk, ITO__LOCK_OBJECT);
+    ito__waitq_init(&m->q);
     return 0;
 }
 
@@ -56,18 +56,18 @@ ITO_API int ito_mutex_destroy(ito_mutex_t *um)
         return EINVAL;
     struct ito__mutex *m = M(um);
     uintptr_t w = 0;
-    if (atomic_compare_exchange_strong_explicit(&m->word, &w, ITO_MUTEX_DESTROYED, memory_order_relaxed,
+    if (atomic_compare_exchange_strong_explicit(&m->word, &w, ITO__MUTEX_DESTROYED, memory_order_relaxed,
                                                 memory_order_relaxed))
         return 0;
-    if (w & ITO_MUTEX_DESTROYED)
+    if (w & ITO__MUTEX_DESTROYED)
         return EINVAL;
-    if (w != ITO_MUTEX_WAITERS)
+    if (w != ITO__MUTEX_WAITERS)
         return EBUSY;
     /* WAITERS without owner: busy only if someone is still queued. */
     int e = EBUSY;
     ito__spin_lock(&m->lk);
     if (ito__waitq_empty(&m->q) &&
-        atomic_compare_exchange_strong_explicit(&m->word, &w, ITO_MUTEX_DESTROYED, memory_order_relaxed,
+        atomic_compare_exchange_strong_explicit(&m->word, &w, ITO__MUTEX_DESTROYED, memory_order_relaxed,
                                                 memory_order_relaxed))
         e = 0;
     ito__spin_unlock(&m->lk);
@@ -80,14 +80,14 @@ int ito__mutex_lock_slow(struct ito__mutex *m, uintptr_t self, uint64_t deadline
     bool requeue = false;
     for (;;) {
         uintptr_t w = atomic_load_explicit(&m->word, memory_order_relaxed);
-        if (w & ITO_MUTEX_DESTROYED)
+        if (w & ITO__MUTEX_DESTROYED)
             return EINVAL;
-        uintptr_t owner = w & ~ITO_MUTEX_WAITERS;
+        uintptr_t owner = w & ~ITO__MUTEX_WAITERS;
         if (owner == self)
             return EDEADLK;
         if (owner == 0) {
             /* Acquire pairs with the release in unlock. */
-            if (atomic_compare_exchange_weak_explicit(&m->word, &w, self | (w & ITO_MUTEX_WAITERS),
+            if (atomic_compare_exchange_weak_explicit(&m->word, &w, self | (w & ITO__MUTEX_WAITERS),
                                                       memory_order_acquire, memory_order_relaxed))
                 return 0;
             continue;
@@ -102,9 +102,9 @@ int ito__mutex_lock_slow(struct ito__mutex *m, uintptr_t self, uint64_t deadline
         struct ito__waiter local;
         ito__spin_lock(&m->lk);
         w = atomic_load_explicit(&m->word, memory_order_relaxed);
-        if ((w & ~ITO_MUTEX_WAITERS) == 0 || (w & ITO_MUTEX_DESTROYED) ||
-            (!(w & ITO_MUTEX_WAITERS) &&
-             !atomic_compare_exchange_strong_explicit(&m->word, &w, w | ITO_MUTEX_WAITERS,
+        if ((w & ~ITO__MUTEX_WAITERS) == 0 || (w & ITO__MUTEX_DESTROYED) ||
+            (!(w & ITO__MUTEX_WAITERS) &&
+             !atomic_compare_exchange_strong_explicit(&m->word, &w, w | ITO__MUTEX_WAITERS,
                                                       memory_order_relaxed, memory_order_relaxed))) {
             ito__spin_unlock(&m->lk);
             continue;   /* changed under us: look again */
@@ -126,15 +126,15 @@ int ito__mutex_lock_slow(struct ito__mutex *m, uintptr_t self, uint64_t deadline
 int ito__mutex_unlock_slow(struct ito__mutex *m, uintptr_t self)
 {
     uintptr_t w = atomic_load_explicit(&m->word, memory_order_relaxed);
-    if (w & ITO_MUTEX_DESTROYED)
+    if (w & ITO__MUTEX_DESTROYED)
         return EINVAL;
-    if ((w & ~ITO_MUTEX_WAITERS) != self)
+    if ((w & ~ITO__MUTEX_WAITERS) != self)
         return EPERM;
     /* WAITERS is set and only changes under m->lk while we own the word. */
     ito__spin_lock(&m->lk);
     struct ito__waiter *wt = ito__waitq_pop_claim(&m->q);
     /* Release pairs with the acquire CAS of the next owner. */
-    atomic_store_explicit(&m->word, ito__waitq_empty(&m->q) ? 0 : ITO_MUTEX_WAITERS, memory_order_release);
+    atomic_store_explicit(&m->word, ito__waitq_empty(&m->q) ? 0 : ITO__MUTEX_WAITERS, memory_order_release);
     ito__spin_unlock(&m->lk);
     if (wt)
         ito__wake_finish(wt);
@@ -158,9 +158,9 @@ ITO_API int ito_mutex_trylock(ito_mutex_t *um)
     uintptr_t self = ito__owner_self();
     uintptr_t w = atomic_load_explicit(&m->word, memory_order_relaxed);
     for (;;) {
-        if (w & ITO_MUTEX_DESTROYED)
+        if (w & ITO__MUTEX_DESTROYED)
             return EINVAL;
-        if (w & ~ITO_MUTEX_WAITERS)
+        if (w & ~ITO__MUTEX_WAITERS)
             return EBUSY;
         if (atomic_compare_exchange_weak_explicit(&m->word, &w, self | w, memory_order_acquire,
                                                   memory_order_relaxed))

@@ -8,8 +8,8 @@
 #include "runtime/spinlock.h"
 #include "runtime/wait.h"
 
-#define ITO_MUTEX_WAITERS ((uintptr_t)1)
-#define ITO_MUTEX_DESTROYED ((uintptr_t)2)
+#define ITO__MUTEX_WAITERS ((uintptr_t)1)
+#define ITO__MUTEX_DESTROYED ((uintptr_t)2)
 
 struct ito__mutex {
     _Atomic uintptr_t word;     /* owner | WAITERS, or DESTROYED */
@@ -41,7 +41,7 @@ static inline int ito__mutex_unlock(struct ito__mutex *m, uintptr_t self)
 
 static inline bool ito__mutex_held_by(struct ito__mutex *m, uintptr_t self)
 {
-    return (atomic_load_explicit(&m->word, memory_order_relaxed) & ~ITO_MUTEX_WAITERS) == self;
+    return (atomic_load_explicit(&m->word, memory_order_relaxed) & ~ITO__MUTEX_WAITERS) == self;
 }
 
 #endif

@@ -9,7 +9,7 @@
 
 #include "runtime/thread.h"
 
-#define ITO_OWNER_FOREIGN ((uintptr_t)4)
+#define ITO__OWNER_FOREIGN ((uintptr_t)4)
 
 uintptr_t ito__owner_foreign(void);
 
@@ -22,10 +22,10 @@ static inline uintptr_t ito__owner_self(void)
 /* Is the owner an ito thread that is running right now (worth spinning on)? */
 static inline bool ito__owner_running(uintptr_t owner)
 {
-    if (owner & ITO_OWNER_FOREIGN)
+    if (owner & ITO__OWNER_FOREIGN)
         return true;   /* a kernel thread: assume it runs */
     /* Descriptors are type-stable: reading a stale one is safe. */
-    return ito__thread_state((struct ito__thread *)owner) == ITO_TS_RUNNING;
+    return ito__thread_state((struct ito__thread *)owner) == ITO__TS_RUNNING;
 }
 
 #endif

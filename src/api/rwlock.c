@@ -42,11 +42,11 @@ ITO_API int ito_rwlock_init(ito_rwlock_t *ul)
     if (!ul)
         return EINVAL;
     struct ito__rwlock *l = R(ul);
-    atomic_store_explicit(&l->lk.locked, 0, memory_order_relaxed);
+    ito__spin_init(&l->lk, ITO__LOCK_OBJECT);
     l->destroyed = 0;
     l->readers = l->waiting_writers = 0;
     l->writer = 0;
-    l->q.head = l->q.tail = NULL;
+    ito__waitq_init(&l->q);
     return 0;
 }
 

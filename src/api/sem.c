@@ -34,9 +34,9 @@ ITO_API int ito_sem_init(ito_sem_t *us, unsigned value)
         return EINVAL;
     struct ito__sem *s = S(us);
     atomic_store_explicit(&s->value, value, memory_order_relaxed);
-    atomic_store_explicit(&s->lk.locked, 0, memory_order_relaxed);
+    ito__spin_init(&s->lk, ITO__LOCK_OBJECT);
     atomic_store_explicit(&s->destroyed, 0, memory_order_relaxed);
-    s->q.head = s->q.tail = NULL;
+    ito__waitq_init(&s->q);
     return 0;
 }
 

@@ -11,12 +11,12 @@
 #include "base/compiler.h"
 #include "arch.h"
 
-#define ITO_BACKOFF_SPINS 1024u
+#define ITO__BACKOFF_SPINS 1024u
 
 /* One round of the wait; *spins starts at 0. */
 ITO_INLINE void ito__backoff(unsigned *spins)
 {
-    if (*spins < ITO_BACKOFF_SPINS) {
+    if (*spins < ITO__BACKOFF_SPINS) {
         ++*spins;
         ito__cpu_relax();
     } else {

@@ -13,12 +13,12 @@
  *   - Demand. The process asks for every vproc it has while work waits with
  *     no vproc free — a time slice ended, or a thread yielded, while
  *     another thread waited for the vproc; threads that were ready on a
- *     busy vproc for ITO_ALLOC_IDLE_NS in all within a slice
+ *     busy vproc for ITO__ALLOC_IDLE_NS in all within a slice
  *     (ito__agent_backlog_end: threads that block too often to end a
  *     slice); or,
  *     without slices or from a foreign kernel thread, work was made ready
  *     with no vproc free — [SA]'s "add more processors"; and for one
- *     fewer per vproc that has slept for ITO_ALLOC_IDLE_NS ("this processor
+ *     fewer per vproc that has slept for ITO__ALLOC_IDLE_NS ("this processor
  *     is idle", idle.c). The want is posted only when it changes.
  *   - Weight. A vproc kept on a processor that a process of higher
  *     priority holds too runs at the kernel's idle weight (weight.c).
@@ -76,6 +76,7 @@
 #include "base/clock.h"
 #include "base/env.h"
 #include "base/futex.h"
+#include "base/kthread.h"
 #include "base/panic.h"
 #include "base/procstat.h"
 #include "cpushare/revoke.h"
@@ -134,8 +135,8 @@ void ito__agent_more(void)
  * another runs. So while some of the process's vprocs have no processor,
  * the time threads spend ready on a busy vproc is measured: from a thread
  * made ready with no vproc free (below) to the vproc's next pick
- * (ito__agent_backlog_end). Waits of ITO_ALLOC_WAIT_NS or more that add up
- * to ITO_ALLOC_IDLE_NS within a time slice (the mirror of an idle vproc's
+ * (ito__agent_backlog_end). Waits of ITO__ALLOC_WAIT_NS or more that add up
+ * to ITO__ALLOC_IDLE_NS within a time slice (the mirror of an idle vproc's
  * hysteresis, idle.c) ask for more processors. Shorter waits do not count:
  * less than a processor takes to arrive, and what two threads that hand the
  * vproc to each other see (one wakes the other, then blocks). Both ends run
@@ -146,14 +147,14 @@ void ito__agent_backlog_end(struct ito__vproc *vp)
 {
     uint64_t now = ito__now_ns(), waited = now - vp->backlog_since;
     vp->backlog_since = 0;
-    if (waited < ITO_ALLOC_WAIT_NS)
+    if (waited < ITO__ALLOC_WAIT_NS)
         return;
     if (now - vp->backlog_window > ito__rt.timeslice_ns) {
         vp->backlog_window = now;   /* a new window of a slice */
         vp->backlog_ns = 0;
     }
     vp->backlog_ns += waited;
-    if (vp->backlog_ns >= ITO_ALLOC_IDLE_NS) {
+    if (vp->backlog_ns >= ITO__ALLOC_IDLE_NS) {
         vp->backlog_ns = 0;
         if (atomic_load_explicit(&ito__rt.nrevoked, memory_order_relaxed) > 0 && !ito__vproc_revoked(vp))
             ito__agent_more();
@@ -231,7 +232,7 @@ static pid_t carrier_tid(const struct ito__vproc *vp)
 static bool carrier_computes(const struct ito__vproc *vp, pid_t tid)
 {
     uintptr_t ks = atomic_load_explicit(&vp->kstate, memory_order_acquire);
-    return (ks & ITO_KS_MASK) == ITO_KS_RUN && !ito__procstat_asleep(tid);
+    return (ks & ITO__KS_MASK) == ITO__KS_RUN && !ito__procstat_asleep(tid);
 }
 
 /* Move vp's carrier onto the processors `to` at once (pinning only). */
@@ -259,9 +260,9 @@ static void take_away(struct ito__vproc *vp, const ito__cpumask *kept)
     uint32_t s = atomic_load_explicit(&vp->run_state, memory_order_relaxed);
     pid_t tid = carrier_tid(vp);
     move_carrier(tid, kept);
-    if (s == ITO_VP_SLEEPING)
+    if (s == ITO__VP_SLEEPING)
         ito__vproc_wake(vp);
-    else if (s == ITO_VP_BUSY && tid && carrier_computes(vp, tid))
+    else if (s == ITO__VP_BUSY && tid && carrier_computes(vp, tid))
         ito__carrier_poke(tid);
 }
 
@@ -269,12 +270,12 @@ static void grant(struct ito__vproc *vp, int cpu)
 {
     int was = atomic_exchange_explicit(&vp->grant_cpu, cpu, memory_order_relaxed);
     atomic_store_explicit(&vp->revoke, 0, memory_order_seq_cst);
-    uint32_t s = ITO_VP_REVOKED;
+    uint32_t s = ITO__VP_REVOKED;
     ito__cpumask to;
     ito__cpumask_zero(&to);
     if (cpu >= 0)
         ito__cpumask_set(&to, cpu);
-    if (atomic_compare_exchange_strong_explicit(&vp->run_state, &s, ITO_VP_IDLE, memory_order_seq_cst,
+    if (atomic_compare_exchange_strong_explicit(&vp->run_state, &s, ITO__VP_IDLE, memory_order_seq_cst,
                                                 memory_order_relaxed)) {
         /* Parked on the processors the process kept (take_away): wake it
          * on its own, not behind a vproc there. */
@@ -298,7 +299,7 @@ static int keep_rank(const struct ito__vproc *vp, const ito__cpumask *m)
     int r = c >= 0 && ito__cpumask_has(m, c) ? 3 : 0;
     if (atomic_load_explicit(&vp->idle_declared, memory_order_relaxed))
         return r;
-    return r + (atomic_load_explicit(&vp->run_state, memory_order_relaxed) == ITO_VP_SLEEPING ? 1 : 2);
+    return r + (atomic_load_explicit(&vp->run_state, memory_order_relaxed) == ITO__VP_SLEEPING ? 1 : 2);
 }
 
 /* Make the vprocs follow the grant `m`. */
@@ -306,8 +307,8 @@ static void apply(const ito__cpumask *m)
 {
     int n = ito__rt.nvprocs, g = ito__cpumask_count(m);
     int target = g < n ? g : n;
-    bool keep[ITO_VPROCS_MAX] = { false };
-    int cpu_of[ITO_VPROCS_MAX];
+    bool keep[ITO__VPROCS_MAX] = { false };
+    int cpu_of[ITO__VPROCS_MAX];
     /* Which vprocs keep a processor: held ones first, best ranked, then the
      * lowest indices. */
     int kept = 0;
@@ -447,7 +448,7 @@ static void sync_grant(void)
  * kernel's idle weight (weight.c). */
 static void follow_weights(void)
 {
-    static pid_t idle[ITO_VPROCS_MAX];
+    static pid_t idle[ITO__VPROCS_MAX];
     int n = 0;
     for (int i = 0; i < ito__rt.nvprocs; i++) {
         struct ito__vproc *vp = ito__rt.vprocs[i];
@@ -563,7 +564,7 @@ void ito__agent_configure(void)
         return;
     int cpus[CPU_SETSIZE];
     int nc = ito__cpus_usable(cpus, CPU_SETSIZE);
-    if (ito__rt.nvprocs > nc || ito__rt.nvprocs > ITO_VPROCS_MAX)
+    if (ito__rt.nvprocs > nc || ito__rt.nvprocs > ITO__VPROCS_MAX)
         return;   /* it asked for time-sharing */
     const char *domain = ito__env_str("ITO_ALLOC_DOMAIN");
     char name[128];
@@ -606,13 +607,7 @@ void ito__agent_start(void)
     if (!ito__rt.allocator)
         return;
     join();   /* if it fails, the agent retries */
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setstacksize(&attr, 256 * 1024);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    pthread_t t;
-    int e = pthread_create(&t, &attr, agent_main, NULL);
-    pthread_attr_destroy(&attr);
+    int e = ito__kthread_start("ito-alloc", 256 * 1024, agent_main, NULL, NULL);
     if (e) {
         ito__warn("cannot start the allocator's thread (%s); this process uses every CPU it may",
                   strerror(e));
@@ -622,7 +617,6 @@ void ito__agent_start(void)
         apply_all();
         return;
     }
-    pthread_setname_np(t, "ito-alloc");
     atomic_store(&ag.running, true);
     atexit(leave);
 }

@@ -7,14 +7,14 @@
 
 #include <ito.h>
 
-#include "runtime/hooks.h"   /* ITO_ALLOC_IDLE_NS */
+#include "runtime/hooks.h"   /* ITO__ALLOC_IDLE_NS */
 
 struct ito__vproc;
 
 /* A thread ready this long on a busy vproc, while the process is short of
- * processors, is waiting for one; such waits adding up to ITO_ALLOC_IDLE_NS
+ * processors, is waiting for one; such waits adding up to ITO__ALLOC_IDLE_NS
  * within a time slice ask for more (agent.c). */
-#define ITO_ALLOC_WAIT_NS 100000u
+#define ITO__ALLOC_WAIT_NS 100000u
 
 /* Read ITO_ALLOCATOR, ITO_ALLOC_DOMAIN, ITO_PRIORITY and open the table:
  * sets ito__rt.allocator. Before the activations start. */

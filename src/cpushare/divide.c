@@ -39,7 +39,7 @@
 static int count_and(const ito__cpumask *a, const ito__cpumask *b)
 {
     int c = 0;
-    for (int i = 0; i < ITO_CPUMASK_WORDS; i++)
+    for (int i = 0; i < ITO__CPUMASK_WORDS; i++)
         c += __builtin_popcountll(a->w[i] & b->w[i]);
     return c;
 }
@@ -47,14 +47,14 @@ static int count_and(const ito__cpumask *a, const ito__cpumask *b)
 /* Scratch of one division; on the caller's stack (about 12 KiB). */
 struct division {
     const struct ito__share_claim *claims;
-    ito__cpumask allow[ITO_SHARE_MAX_CLAIMS];   /* allowed & online (online if that is empty) */
-    int cap[ITO_SHARE_MAX_CLAIMS];              /* the most it may get */
-    int limit[ITO_SHARE_MAX_CLAIMS];            /* the most it may hold of the unwanted ones */
-    int count[ITO_SHARE_MAX_CLAIMS];            /* what it has got so far */
-    int level[ITO_SHARE_MAX_CLAIMS];            /* indices of the priority being divided */
+    ito__cpumask allow[ITO__SHARE_MAX_CLAIMS];   /* allowed & online (online if that is empty) */
+    int cap[ITO__SHARE_MAX_CLAIMS];              /* the most it may get */
+    int limit[ITO__SHARE_MAX_CLAIMS];            /* the most it may hold of the unwanted ones */
+    int count[ITO__SHARE_MAX_CLAIMS];            /* what it has got so far */
+    int level[ITO__SHARE_MAX_CLAIMS];            /* indices of the priority being divided */
     int nlevel;
-    short holders[ITO_ALLOC_MAX_CPUS];          /* processes holding each processor */
-    short owner[ITO_ALLOC_MAX_CPUS];            /* the first of them */
+    short holders[ITO__ALLOC_MAX_CPUS];          /* processes holding each processor */
+    short owner[ITO__ALLOC_MAX_CPUS];            /* the first of them */
     ito__cpumask free;
 };
 
@@ -102,7 +102,7 @@ static int choose(struct division *d, int i)
             if (j == i || d->count[j] >= d->cap[j])
                 continue;
             if (ito__cpumask_has(&d->claims[j].held, cpu))
-                rivals += ITO_SHARE_MAX_CLAIMS;   /* taking it would move it */
+                rivals += ITO__SHARE_MAX_CLAIMS;   /* taking it would move it */
             else if (ito__cpumask_has(&d->allow[j], cpu))
                 rivals++;
         }
@@ -165,8 +165,8 @@ void ito__share_divide(const struct ito__share_claim *claims, int n, const ito__
                        ito__cpumask *grant)
 {
     struct division d;
-    if (n > ITO_SHARE_MAX_CLAIMS)
-        n = ITO_SHARE_MAX_CLAIMS;
+    if (n > ITO__SHARE_MAX_CLAIMS)
+        n = ITO__SHARE_MAX_CLAIMS;
     d.claims = claims;
     d.free = *online;
     memset(d.holders, 0, sizeof d.holders);
@@ -188,7 +188,7 @@ void ito__share_divide(const struct ito__share_claim *claims, int n, const ito__
     }
 
     /* Priorities from the highest down. */
-    bool done[ITO_SHARE_MAX_CLAIMS] = { false };
+    bool done[ITO__SHARE_MAX_CLAIMS] = { false };
     for (;;) {
         int top = -1;
         for (int i = 0; i < n; i++)

@@ -6,7 +6,7 @@
 #include "cpushare/cpumask.h"
 
 /* The most processes one division takes (the allocation table's slots). */
-#define ITO_SHARE_MAX_CLAIMS 64
+#define ITO__SHARE_MAX_CLAIMS 64
 
 /* One process as the division sees it. */
 struct ito__share_claim {
@@ -18,7 +18,7 @@ struct ito__share_claim {
     ito__cpumask held;     /* what it holds now: kept where the division allows */
 };
 
-/* Divide `online` among claims[0..n) (n <= ITO_SHARE_MAX_CLAIMS): grant[i]
+/* Divide `online` among claims[0..n) (n <= ITO__SHARE_MAX_CLAIMS): grant[i]
  * gets the CPUs of claims[i]. Deterministic: the same input gives the same
  * output. */
 void ito__share_divide(const struct ito__share_claim *claims, int n, const ito__cpumask *online,

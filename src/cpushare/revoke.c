@@ -70,7 +70,7 @@ static unsigned give_away(struct ito__vproc *vp)
         struct ito__thread *t = ito__thread_of_node(node);
         /* The reason it was queued here is the policy's to forget: to the
          * next vproc's policy it is a thread made ready again (or new). */
-        t->ready_reason = ito__thread_state(t) == ITO_TS_NEW ? ITO_READY_SPAWN : ITO_READY_WAKE;
+        t->ready_reason = ito__thread_state(t) == ITO__TS_NEW ? ITO_READY_SPAWN : ITO_READY_WAKE;
         ito__global_push(t);
         n++;
     }
@@ -101,7 +101,7 @@ void ito__revoke_park(struct ito__activation *act)
 {
     struct ito__vproc *vp = act->vp;
     give_away(vp);
-    atomic_store_explicit(&vp->run_state, ITO_VP_REVOKED, memory_order_seq_cst);
+    atomic_store_explicit(&vp->run_state, ITO__VP_REVOKED, memory_order_seq_cst);
     atomic_fetch_add_explicit(&ito__rt.nrevoked, 1, memory_order_seq_cst);
     ito__fence_heavy();
     give_away(vp);
@@ -110,22 +110,22 @@ void ito__revoke_park(struct ito__activation *act)
      * REVOKED -> IDLE (agent.c): one of us sees the other. */
     bool removed = atomic_load_explicit(&vp->revoke, memory_order_seq_cst);
     if (!removed) {
-        uint32_t s = ITO_VP_REVOKED;
-        atomic_compare_exchange_strong_explicit(&vp->run_state, &s, ITO_VP_IDLE, memory_order_acquire,
+        uint32_t s = ITO__VP_REVOKED;
+        atomic_compare_exchange_strong_explicit(&vp->run_state, &s, ITO__VP_IDLE, memory_order_acquire,
                                                 memory_order_relaxed);
     } else {
         ITO_STAT_INC(vp, revocations);
         ito__event(ITO_EVENT_VPROC_REMOVED, vp, 0);
     }
     /* Acquire pairs with the agent's release CAS that grants it back. */
-    while (atomic_load_explicit(&vp->run_state, memory_order_acquire) == ITO_VP_REVOKED) {
+    while (atomic_load_explicit(&vp->run_state, memory_order_acquire) == ITO__VP_REVOKED) {
         uint64_t deadline = atomic_load_explicit(&vp->timers.next, memory_order_relaxed);
         if (deadline == UINT64_MAX)
             deadline = 0;
         if (vp->ring)
             ito__ring_sleep(vp, deadline);   /* completions wake threads onto vp: given away below */
         else
-            ito__futex_wait(&vp->run_state, ITO_VP_REVOKED, deadline);
+            ito__futex_wait(&vp->run_state, ITO__VP_REVOKED, deadline);
         uint64_t now = ito__now_ns();
         if (atomic_load_explicit(&vp->timers.next, memory_order_relaxed) <= now)
             ito__timers_run(&vp->timers, now);

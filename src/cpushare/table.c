@@ -123,9 +123,9 @@ static bool holder_alive(uint64_t id)
 void ito__alloc_table_name(const char *domain, char *buf, size_t len)
 {
     if (domain && *domain)
-        snprintf(buf, len, "/ito-alloc-%u-%s-v%d", (unsigned)geteuid(), domain, ITO_ALLOC_VERSION);
+        snprintf(buf, len, "/ito-alloc-%u-%s-v%d", (unsigned)geteuid(), domain, ITO__ALLOC_VERSION);
     else
-        snprintf(buf, len, "/ito-alloc-%u-v%d", (unsigned)geteuid(), ITO_ALLOC_VERSION);
+        snprintf(buf, len, "/ito-alloc-%u-v%d", (unsigned)geteuid(), ITO__ALLOC_VERSION);
 }
 
 int ito__alloc_table_open(const char *name, struct ito__alloc_table **out)
@@ -175,18 +175,18 @@ void ito__alloc_table_close(struct ito__alloc_table *t)
 
 static bool header_ok(const struct ito__alloc_header *h)
 {
-    return h->magic == ITO_ALLOC_MAGIC && h->version == ITO_ALLOC_VERSION && h->size == sizeof(struct ito__alloc_table) &&
-           h->nslots == ITO_ALLOC_SLOTS && h->ncpus == ITO_ALLOC_MAX_CPUS;
+    return h->magic == ITO__ALLOC_MAGIC && h->version == ITO__ALLOC_VERSION && h->size == sizeof(struct ito__alloc_table) &&
+           h->nslots == ITO__ALLOC_SLOTS && h->ncpus == ITO__ALLOC_MAX_CPUS;
 }
 
 static bool slot_ok(const struct ito__alloc_slot *s)
 {
-    if (s->state == ITO_SLOT_FREE)
+    if (s->state == ITO__SLOT_FREE)
         return true;
-    return s->state == ITO_SLOT_USED && s->pid > 0 && s->pid <= PID_LIMIT && s->start_time != 0 &&
+    return s->state == ITO__SLOT_USED && s->pid > 0 && s->pid <= PID_LIMIT && s->start_time != 0 &&
            s->priority >= ITO_ALLOC_PRIORITY_MIN && s->priority <= ITO_ALLOC_PRIORITY_MAX && s->want >= 0 &&
-           s->want <= ITO_ALLOC_MAX_CPUS && s->quota >= 0 && s->quota <= ITO_ALLOC_MAX_CPUS &&
-           s->vprocs >= 1 && s->vprocs <= ITO_ALLOC_MAX_CPUS && s->ngrant == ito__cpumask_count(&s->grant) &&
+           s->want <= ITO__ALLOC_MAX_CPUS && s->quota >= 0 && s->quota <= ITO__ALLOC_MAX_CPUS &&
+           s->vprocs >= 1 && s->vprocs <= ITO__ALLOC_MAX_CPUS && s->ngrant == ito__cpumask_count(&s->grant) &&
            memchr(s->name, '\0', sizeof s->name) != NULL;
 }
 
@@ -210,14 +210,14 @@ static void announce(struct ito__alloc_header *h)
 static void rebuild(struct ito__alloc_table *t)
 {
     struct ito__alloc_header *h = &t->h;
-    bool sane = h->magic == ITO_ALLOC_MAGIC && h->version == ITO_ALLOC_VERSION;
+    bool sane = h->magic == ITO__ALLOC_MAGIC && h->version == ITO__ALLOC_VERSION;
     uint64_t rebuilds = sane ? h->rebuilds : 0, takeovers = sane ? h->takeovers : 0;
     memset(t->slot, 0, sizeof t->slot);
-    h->magic = ITO_ALLOC_MAGIC;
-    h->version = ITO_ALLOC_VERSION;
+    h->magic = ITO__ALLOC_MAGIC;
+    h->version = ITO__ALLOC_VERSION;
     h->size = sizeof *t;
-    h->nslots = ITO_ALLOC_SLOTS;
-    h->ncpus = ITO_ALLOC_MAX_CPUS;
+    h->nslots = ITO__ALLOC_SLOTS;
+    h->ncpus = ITO__ALLOC_MAX_CPUS;
     h->next_serial = 1;
     h->divisions = h->reallocations = 0;
     h->rebuilds = rebuilds + 1;
@@ -264,7 +264,7 @@ bool ito__alloc_lock(struct ito__alloc_table *t)
     }
     if (takeover)
         h->takeovers++;
-    for (int i = 0; i < ITO_ALLOC_SLOTS; i++) {
+    for (int i = 0; i < ITO__ALLOC_SLOTS; i++) {
         if (!slot_ok(&t->slot[i])) {
             memset(&t->slot[i], 0, sizeof t->slot[i]);
             fixed = true;
@@ -303,7 +303,7 @@ static void online_cpus(ito__cpumask *m)
             long a = strtol(p, &p, 10), b = a;
             if (*p == '-')
                 b = strtol(p + 1, &p, 10);
-            for (long c = a; c <= b && c < ITO_ALLOC_MAX_CPUS; c++)
+            for (long c = a; c <= b && c < ITO__ALLOC_MAX_CPUS; c++)
                 ito__cpumask_set(m, (int)c);
             if (*p == ',')
                 p++;
@@ -311,7 +311,7 @@ static void online_cpus(ito__cpumask *m)
     }
     if (ito__cpumask_count(m) == 0) {
         long nc = sysconf(_SC_NPROCESSORS_CONF);
-        for (long c = 0; c < (nc > 0 ? nc : 1) && c < ITO_ALLOC_MAX_CPUS; c++)
+        for (long c = 0; c < (nc > 0 ? nc : 1) && c < ITO__ALLOC_MAX_CPUS; c++)
             ito__cpumask_set(m, (int)c);
     }
 }
@@ -319,9 +319,9 @@ static void online_cpus(ito__cpumask *m)
 bool ito__alloc_divide(struct ito__alloc_table *t)
 {
     struct scratch {
-        struct ito__share_claim claims[ITO_ALLOC_SLOTS];
-        ito__cpumask grant[ITO_ALLOC_SLOTS];
-        int idx[ITO_ALLOC_SLOTS];
+        struct ito__share_claim claims[ITO__ALLOC_SLOTS];
+        ito__cpumask grant[ITO__ALLOC_SLOTS];
+        int idx[ITO__ALLOC_SLOTS];
     } *w = malloc(sizeof *w);
     if (!w)
         return false;   /* the next change divides again */
@@ -329,9 +329,9 @@ bool ito__alloc_divide(struct ito__alloc_table *t)
     bool changed = false;
     ito__cpumask online;
     online_cpus(&online);
-    for (int i = 0; i < ITO_ALLOC_SLOTS; i++) {
+    for (int i = 0; i < ITO__ALLOC_SLOTS; i++) {
         struct ito__alloc_slot *s = &t->slot[i];
-        if (s->state != ITO_SLOT_USED)
+        if (s->state != ITO__SLOT_USED)
             continue;
         if (!ito__alloc_alive(s->pid, s->start_time)) {
             memset(s, 0, sizeof *s);   /* gone: its processors go to the others */
@@ -367,10 +367,10 @@ bool ito__alloc_divide(struct ito__alloc_table *t)
 /* Is slot i still (pid, serial)'s? Under the lock. */
 static struct ito__alloc_slot *mine(struct ito__alloc_table *t, int i, uint64_t serial)
 {
-    if (i < 0 || i >= ITO_ALLOC_SLOTS)
+    if (i < 0 || i >= ITO__ALLOC_SLOTS)
         return NULL;
     struct ito__alloc_slot *s = &t->slot[i];
-    return s->state == ITO_SLOT_USED && s->serial == serial && s->pid == getpid() ? s : NULL;
+    return s->state == ITO__SLOT_USED && s->serial == serial && s->pid == getpid() ? s : NULL;
 }
 
 static void fill(struct ito__alloc_slot *s, const struct ito__alloc_hints *hi)
@@ -378,9 +378,9 @@ static void fill(struct ito__alloc_slot *s, const struct ito__alloc_hints *hi)
     s->priority = hi->priority < ITO_ALLOC_PRIORITY_MIN   ? ITO_ALLOC_PRIORITY_MIN
                   : hi->priority > ITO_ALLOC_PRIORITY_MAX ? ITO_ALLOC_PRIORITY_MAX
                                                           : hi->priority;
-    s->want = hi->want < 0 ? 0 : hi->want > ITO_ALLOC_MAX_CPUS ? ITO_ALLOC_MAX_CPUS : hi->want;
-    s->quota = hi->quota < 0 ? 0 : hi->quota > ITO_ALLOC_MAX_CPUS ? ITO_ALLOC_MAX_CPUS : hi->quota;
-    s->vprocs = hi->vprocs < 1 ? 1 : hi->vprocs > ITO_ALLOC_MAX_CPUS ? ITO_ALLOC_MAX_CPUS : hi->vprocs;
+    s->want = hi->want < 0 ? 0 : hi->want > ITO__ALLOC_MAX_CPUS ? ITO__ALLOC_MAX_CPUS : hi->want;
+    s->quota = hi->quota < 0 ? 0 : hi->quota > ITO__ALLOC_MAX_CPUS ? ITO__ALLOC_MAX_CPUS : hi->quota;
+    s->vprocs = hi->vprocs < 1 ? 1 : hi->vprocs > ITO__ALLOC_MAX_CPUS ? ITO__ALLOC_MAX_CPUS : hi->vprocs;
     s->allowed = hi->allowed;
 }
 
@@ -392,14 +392,14 @@ int ito__alloc_join(struct ito__alloc_table *t, const struct ito__alloc_hints *h
         return ESRCH;   /* no /proc */
     ito__alloc_lock(t);
     int free_i = -1;
-    for (int i = 0; i < ITO_ALLOC_SLOTS && free_i < 0; i++)
-        if (t->slot[i].state == ITO_SLOT_FREE)
+    for (int i = 0; i < ITO__ALLOC_SLOTS && free_i < 0; i++)
+        if (t->slot[i].state == ITO__SLOT_FREE)
             free_i = i;
     if (free_i < 0) {
         /* Full: make room from the dead, if any. */
         ito__alloc_divide(t);
-        for (int i = 0; i < ITO_ALLOC_SLOTS && free_i < 0; i++)
-            if (t->slot[i].state == ITO_SLOT_FREE)
+        for (int i = 0; i < ITO__ALLOC_SLOTS && free_i < 0; i++)
+            if (t->slot[i].state == ITO__SLOT_FREE)
                 free_i = i;
     }
     if (free_i < 0) {
@@ -408,7 +408,7 @@ int ito__alloc_join(struct ito__alloc_table *t, const struct ito__alloc_hints *h
     }
     struct ito__alloc_slot *s = &t->slot[free_i];
     memset(s, 0, sizeof *s);
-    s->state = ITO_SLOT_USED;
+    s->state = ITO__SLOT_USED;
     s->pid = pid;
     s->start_time = start;
     s->serial = t->h.next_serial++;
@@ -472,14 +472,14 @@ int ito__alloc_grant(struct ito__alloc_table *t, int slot, uint64_t serial, ito_
     }
     if (view) {
         view->processes = 0;
-        for (int i = 0; i < ITO_ALLOC_SLOTS; i++)
-            view->processes += t->slot[i].state == ITO_SLOT_USED;
+        for (int i = 0; i < ITO__ALLOC_SLOTS; i++)
+            view->processes += t->slot[i].state == ITO__SLOT_USED;
         view->reallocations = t->h.reallocations;
         ito__cpumask_zero(&view->shared_above);
-        for (int i = 0; s && i < ITO_ALLOC_SLOTS; i++) {
+        for (int i = 0; s && i < ITO__ALLOC_SLOTS; i++) {
             const struct ito__alloc_slot *o = &t->slot[i];
-            if (o != s && o->state == ITO_SLOT_USED && o->priority > s->priority)
-                for (int w = 0; w < ITO_CPUMASK_WORDS; w++)
+            if (o != s && o->state == ITO__SLOT_USED && o->priority > s->priority)
+                for (int w = 0; w < ITO__CPUMASK_WORDS; w++)
                     view->shared_above.w[w] |= o->grant.w[w] & out->w[w];
         }
     }

@@ -15,41 +15,41 @@
 #include "cpushare/cpumask.h"
 #include "cpushare/divide.h"
 
-#define ITO_ALLOC_MAGIC 0x636f6c6c61746f69ull   /* "itoalloc", little-endian */
-#define ITO_ALLOC_VERSION 1                      /* also in the segment's name */
-#define ITO_ALLOC_SLOTS ITO_SHARE_MAX_CLAIMS
+#define ITO__ALLOC_MAGIC 0x636f6c6c61746f69ull   /* "itoalloc", little-endian */
+#define ITO__ALLOC_VERSION 1                      /* also in the segment's name */
+#define ITO__ALLOC_SLOTS ITO__SHARE_MAX_CLAIMS
 /* Process priorities (ITO_PRIORITY): ITO_ALLOC_PRIORITY_MIN..MAX (ito.h);
  * higher is served first. */
-#define ITO_ALLOC_NAME_LEN 16
+#define ITO__ALLOC_NAME_LEN 16
 
-enum { ITO_SLOT_FREE = 0, ITO_SLOT_USED = 1 };
+enum { ITO__SLOT_FREE = 0, ITO__SLOT_USED = 1 };
 
 /* One process. Written by its owner (want, priority) and by whoever divides
  * (grant), always under the table's lock; read without it only by ito-ctl
  * and by the owner looking up its grant (then checked, table.c). */
 struct ito__alloc_slot {
-    uint32_t state;                   /* ITO_SLOT_* */
+    uint32_t state;                   /* ITO__SLOT_* */
     int32_t pid;
     uint64_t start_time;              /* the process's, from /proc/PID/stat: pid + this = liveness */
     uint64_t serial;                  /* registration number: tells a reused slot apart */
     int32_t priority;                 /* ITO_ALLOC_PRIORITY_MIN..MAX */
-    int32_t want;                     /* processors it could use now, 0..ITO_ALLOC_MAX_CPUS */
+    int32_t want;                     /* processors it could use now, 0..ITO__ALLOC_MAX_CPUS */
     int32_t quota;                    /* its CPU quota in processors, 0: none */
     int32_t ngrant;                   /* processors in grant */
     ito__cpumask allowed;             /* its affinity mask */
     ito__cpumask grant;               /* what the last division gave it */
-    char name[ITO_ALLOC_NAME_LEN];    /* its command name, for ito-ctl */
-    int32_t vprocs;                   /* the most processors it can use (its vprocs), 1..ITO_ALLOC_MAX_CPUS */
+    char name[ITO__ALLOC_NAME_LEN];    /* its command name, for ito-ctl */
+    int32_t vprocs;                   /* the most processors it can use (its vprocs), 1..ITO__ALLOC_MAX_CPUS */
     int32_t reserved;                 /* 0 */
     uint64_t grant_changes;           /* divisions that changed its grant */
 };
 
 struct ito__alloc_header {
-    uint64_t magic;                   /* ITO_ALLOC_MAGIC */
-    uint32_t version;                 /* ITO_ALLOC_VERSION */
+    uint64_t magic;                   /* ITO__ALLOC_MAGIC */
+    uint32_t version;                 /* ITO__ALLOC_VERSION */
     uint32_t size;                    /* sizeof(struct ito__alloc_table) */
-    uint32_t nslots;                  /* ITO_ALLOC_SLOTS */
-    uint32_t ncpus;                   /* ITO_ALLOC_MAX_CPUS */
+    uint32_t nslots;                  /* ITO__ALLOC_SLOTS */
+    uint32_t ncpus;                   /* ITO__ALLOC_MAX_CPUS */
     /* The lock: the holder's thread id in the low half and the low 32 bits
      * of its start time in the high half (0: free). A waiter that finds the
      * holder gone takes it over (table.c). */
@@ -68,7 +68,7 @@ struct ito__alloc_header {
 
 struct ito__alloc_table {
     struct ito__alloc_header h;
-    struct ito__alloc_slot slot[ITO_ALLOC_SLOTS];
+    struct ito__alloc_slot slot[ITO__ALLOC_SLOTS];
 };
 
 /* The table of `name` (NULL: this user's default, "/ito-alloc-UID-v1"),
@@ -97,7 +97,7 @@ struct ito__alloc_hints {
     int quota;                        /* its CPU quota in processors, 0: none */
     int vprocs;                       /* the most it can use */
     ito__cpumask allowed;             /* its affinity mask */
-    char name[ITO_ALLOC_NAME_LEN];
+    char name[ITO__ALLOC_NAME_LEN];
 };
 
 /* Register this process: a slot, and a first division. ENOSPC: the table is

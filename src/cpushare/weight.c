@@ -66,7 +66,7 @@ bool ito__weight_reversible(void)
 static struct weakened {
     _Atomic pid_t tid;
     _Atomic int policy;
-} weak[ITO_VPROCS_MAX];
+} weak[ITO__VPROCS_MAX];
 static _Atomic int nweak;
 
 static bool listed(pid_t tid, const pid_t *tids, int n)
@@ -118,7 +118,7 @@ void ito__weight_follow(const pid_t *idle, int n)
         m--;
         put(i, tid_at(m), policy_at(m));
     }
-    for (int i = 0; i < n && m < ITO_VPROCS_MAX; i++) {
+    for (int i = 0; i < n && m < ITO__VPROCS_MAX; i++) {
         if (weakened(idle[i], m) >= 0)
             continue;
         /* Only the time-shared policies: a real-time carrier is the
@@ -135,7 +135,7 @@ void ito__weight_follow(const pid_t *idle, int n)
 void ito__weight_forked(pid_t parent_tid)
 {
     int m = atomic_load_explicit(&nweak, memory_order_relaxed);
-    int i = weakened(parent_tid, m < ITO_VPROCS_MAX ? m : ITO_VPROCS_MAX);
+    int i = weakened(parent_tid, m < ITO__VPROCS_MAX ? m : ITO__VPROCS_MAX);
     if (i >= 0)
         set_policy(0, policy_at(i));
 }

@@ -253,6 +253,7 @@ static int aff_vproc_init(ito_policy_vproc_t *vp)
     if (!v)
         return ENOMEM;
     *v = (struct aff_vp){ .order_cpu = -2, .rng = 0x9e3779b9u * (uint32_t)(vp->index + 1) };
+    ito__spin_init(&v->lock, ITO__LOCK_POLICY_QUEUE);
     atomic_init(&v->len, 0);
     atomic_init(&v->cur_group, NULL);
     v->order = calloc((size_t)vp->count, sizeof *v->order);

@@ -103,12 +103,12 @@ int ito__deque_steal(struct ito__deque *d, void **x)
     ITO_FENCE();
     int64_t b = atomic_load_explicit(&d->bottom, memory_order_acquire);
     if (t >= b)
-        return ITO_DEQUE_EMPTY;
+        return ITO__DEQUE_EMPTY;
     struct ito__deque_buf *a = atomic_load_explicit(&d->buf, memory_order_acquire);
     void *v = atomic_load_explicit(&a->slot[t & (a->cap - 1)], memory_order_relaxed);
     if (!atomic_compare_exchange_strong_explicit(&d->top, &t, t + 1, memory_order_seq_cst,
                                                  memory_order_relaxed))
-        return ITO_DEQUE_LOST;
+        return ITO__DEQUE_LOST;
     *x = v;
-    return ITO_DEQUE_OK;
+    return ITO__DEQUE_OK;
 }

@@ -25,7 +25,7 @@ struct ito__deque {
     bool solo;                                      /* no thieves exist (one vproc) */
 };
 
-enum { ITO_DEQUE_EMPTY = 0, ITO_DEQUE_LOST = 1, ITO_DEQUE_OK = 2 };
+enum { ITO__DEQUE_EMPTY = 0, ITO__DEQUE_LOST = 1, ITO__DEQUE_OK = 2 };
 
 int ito__deque_init(struct ito__deque *d, unsigned log_cap);
 struct ito__deque_buf *ito__deque_grow(struct ito__deque *d, struct ito__deque_buf *a, int64_t t, int64_t b);

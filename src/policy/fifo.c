@@ -27,6 +27,7 @@ static int fifo_init(int nvprocs, void **shared)
     if (!q)
         return ENOMEM;
     *q = (struct fifo){ .head = NULL };
+    ito__spin_init(&q->lock, ITO__LOCK_POLICY_QUEUE);
     *shared = q;
     return 0;
 }

@@ -129,7 +129,7 @@ static int prio_init_common(int nvprocs, void **shared, bool one_queue)
     struct prio *p = calloc(1, sizeof *p);
     if (!p)
         return ENOMEM;
-    p->levels = (unsigned)ito__env_int("ITO_PRIO_LEVELS", ITO_PRIOQ_LEVELS_MAX, 1, ITO_PRIOQ_LEVELS_MAX, false);
+    p->levels = (unsigned)ito__env_int("ITO_PRIO_LEVELS", ITO__PRIOQ_LEVELS_MAX, 1, ITO__PRIOQ_LEVELS_MAX, false);
     p->one_queue = one_queue;
     *shared = p;
     return 0;
@@ -144,7 +144,7 @@ static struct prio_queue *queue_new(unsigned levels, bool lazy)
     if (!q)
         return NULL;
     ito__prioq_init(&q->q, levels, lazy);
-    q->lock = (ito__spinlock){ 0 };
+    ito__spin_init(&q->lock, ITO__LOCK_POLICY_QUEUE);
     atomic_init(&q->top, -1);
     return q;
 }
@@ -324,7 +324,7 @@ static bool prio_take(ito_policy_vproc_t *vp, ito_policy_node_t *n)
         struct prio_queue *q = v->queue;
         ito__spin_lock(&q->lock);
         /* Still here? A thief may have taken it since the look above. */
-        got = queued_on(n) == vp->index && ito__prioq_state(n) == ITO_PRIOQ_ENQUEUED &&
+        got = queued_on(n) == vp->index && ito__prioq_state(n) == ITO__PRIOQ_ENQUEUED &&
               ito__prioq_remove(&q->q, n);
         publish_top(q);
         ito__spin_unlock(&q->lock);

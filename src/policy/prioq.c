@@ -17,10 +17,10 @@ void ito__prioq_init(struct ito__prioq *q, unsigned levels, bool lazy)
 static inline void set_bit(struct ito__prioq_array *a, unsigned l) { a->bits[l / 64] |= 1ull << (l % 64); }
 static inline void clear_bit(struct ito__prioq_array *a, unsigned l) { a->bits[l / 64] &= ~(1ull << (l % 64)); }
 
-/* Highest set bit of a's bitmap, or -1: at most ITO_PRIOQ_WORDS words. */
+/* Highest set bit of a's bitmap, or -1: at most ITO__PRIOQ_WORDS words. */
 static inline int highest(const struct ito__prioq_array *a)
 {
-    for (int w = ITO_PRIOQ_WORDS - 1; w >= 0; w--)
+    for (int w = ITO__PRIOQ_WORDS - 1; w >= 0; w--)
         if (a->bits[w])
             return w * 64 + 63 - __builtin_clzll(a->bits[w]);
     return -1;
@@ -48,11 +48,11 @@ static void unlink_node(struct ito__prioq *q, ito_policy_node_t *n)
 void ito__prioq_push(struct ito__prioq *q, ito_policy_node_t *n, unsigned level, bool expired, bool front)
 {
     ITO_ASSERT(level < q->levels);
-    if (ito__prioq_state(n) == ITO_PRIOQ_DEQUEUED) {
+    if (ito__prioq_state(n) == ITO__PRIOQ_DEQUEUED) {
         unlink_node(q, n);   /* claimed while queued: unlink it now */
-        __atomic_store_n(&n->word[0], ITO_PRIOQ_OUT, __ATOMIC_RELAXED);
+        __atomic_store_n(&n->word[0], ITO__PRIOQ_OUT, __ATOMIC_RELAXED);
     }
-    ITO_ASSERT(ito__prioq_state(n) == ITO_PRIOQ_OUT);
+    ITO_ASSERT(ito__prioq_state(n) == ITO__PRIOQ_OUT);
     struct ito__prioq_array *a = expired ? q->expired : q->active;
     /* Which of arrays[] it is in (a swap changes which one is active). */
     uintptr_t which = a == &q->arrays[1];
@@ -75,7 +75,7 @@ void ito__prioq_push(struct ito__prioq *q, ito_policy_node_t *n, unsigned level,
     }
     q->len++;
     /* Release pairs with the acquire CAS of ito__prioq_claim. */
-    __atomic_store_n(&n->word[0], ITO_PRIOQ_ENQUEUED, __ATOMIC_RELEASE);
+    __atomic_store_n(&n->word[0], ITO__PRIOQ_ENQUEUED, __ATOMIC_RELEASE);
 }
 
 ito_policy_node_t *ito__prioq_pop(struct ito__prioq *q)
@@ -95,41 +95,41 @@ ito_policy_node_t *ito__prioq_pop(struct ito__prioq *q)
         bool mine;
         if (q->lazy) {
             /* Against ito__prioq_claim: one of the two CASes moves it. */
-            uintptr_t s = ITO_PRIOQ_ENQUEUED;
-            mine = __atomic_compare_exchange_n(&n->word[0], &s, ITO_PRIOQ_OUT, false, __ATOMIC_ACQ_REL,
+            uintptr_t s = ITO__PRIOQ_ENQUEUED;
+            mine = __atomic_compare_exchange_n(&n->word[0], &s, ITO__PRIOQ_OUT, false, __ATOMIC_ACQ_REL,
                                                __ATOMIC_ACQUIRE);
         } else {
             /* Nobody claims without the lock: a plain look and store. A
              * locked instruction on a line that is cold — as the head is
              * with many threads — costs hundreds of cycles. */
-            mine = ito__prioq_state(n) == ITO_PRIOQ_ENQUEUED;
-            __atomic_store_n(&n->word[0], ITO_PRIOQ_OUT, __ATOMIC_RELAXED);
+            mine = ito__prioq_state(n) == ITO__PRIOQ_ENQUEUED;
+            __atomic_store_n(&n->word[0], ITO__PRIOQ_OUT, __ATOMIC_RELAXED);
         }
         unlink_node(q, n);
         if (mine)
             return n;
         /* Claimed while queued: now unlinked, so OUT. The claimer may be
          * about to push it again; that push finds it OUT. */
-        __atomic_store_n(&n->word[0], ITO_PRIOQ_OUT, __ATOMIC_RELEASE);
+        __atomic_store_n(&n->word[0], ITO__PRIOQ_OUT, __ATOMIC_RELEASE);
     }
 }
 
 bool ito__prioq_remove(struct ito__prioq *q, ito_policy_node_t *n)
 {
-    uintptr_t s = ITO_PRIOQ_ENQUEUED;
-    bool mine = __atomic_compare_exchange_n(&n->word[0], &s, ITO_PRIOQ_OUT, false, __ATOMIC_ACQ_REL,
+    uintptr_t s = ITO__PRIOQ_ENQUEUED;
+    bool mine = __atomic_compare_exchange_n(&n->word[0], &s, ITO__PRIOQ_OUT, false, __ATOMIC_ACQ_REL,
                                             __ATOMIC_ACQUIRE);
     unlink_node(q, n);
-    __atomic_store_n(&n->word[0], ITO_PRIOQ_OUT, __ATOMIC_RELEASE);
+    __atomic_store_n(&n->word[0], ITO__PRIOQ_OUT, __ATOMIC_RELEASE);
     return mine;
 }
 
 bool ito__prioq_claim(ito_policy_node_t *n)
 {
     /* Only for a queue made `lazy`: the caller knows which queue n is in. */
-    uintptr_t s = ITO_PRIOQ_ENQUEUED;
+    uintptr_t s = ITO__PRIOQ_ENQUEUED;
     /* Acquire pairs with push's release store of ENQUEUED. */
-    return __atomic_compare_exchange_n(&n->word[0], &s, ITO_PRIOQ_DEQUEUED, false, __ATOMIC_ACQ_REL,
+    return __atomic_compare_exchange_n(&n->word[0], &s, ITO__PRIOQ_DEQUEUED, false, __ATOMIC_ACQ_REL,
                                        __ATOMIC_RELAXED);
 }
 

@@ -35,18 +35,18 @@
 
 #include <ito/policy.h>
 
-#define ITO_PRIOQ_LEVELS_MAX 140   /* Linux's 140; SSH uses 16 */
-#define ITO_PRIOQ_WORDS ((ITO_PRIOQ_LEVELS_MAX + 63) / 64)
+#define ITO__PRIOQ_LEVELS_MAX 140   /* Linux's 140; SSH uses 16 */
+#define ITO__PRIOQ_WORDS ((ITO__PRIOQ_LEVELS_MAX + 63) / 64)
 
-enum { ITO_PRIOQ_OUT = 0, ITO_PRIOQ_ENQUEUED = 1, ITO_PRIOQ_DEQUEUED = 2 };
+enum { ITO__PRIOQ_OUT = 0, ITO__PRIOQ_ENQUEUED = 1, ITO__PRIOQ_DEQUEUED = 2 };
 
 struct ito__prioq_list {
     ito_policy_node_t *head, *tail;
 };
 
 struct ito__prioq_array {
-    uint64_t bits[ITO_PRIOQ_WORDS];          /* bit l: list[l] is not empty */
-    struct ito__prioq_list list[ITO_PRIOQ_LEVELS_MAX];
+    uint64_t bits[ITO__PRIOQ_WORDS];          /* bit l: list[l] is not empty */
+    struct ito__prioq_list list[ITO__PRIOQ_LEVELS_MAX];
 };
 
 struct ito__prioq {
@@ -58,7 +58,7 @@ struct ito__prioq {
     struct ito__prioq_array arrays[2];
 };
 
-/* levels: 1..ITO_PRIOQ_LEVELS_MAX. `lazy`: nodes may be claimed without the
+/* levels: 1..ITO__PRIOQ_LEVELS_MAX. `lazy`: nodes may be claimed without the
  * queue's lock (ito__prioq_claim); pop then moves each node with a CAS. A
  * queue only ever used under its lock pops with plain accesses. */
 void ito__prioq_init(struct ito__prioq *q, unsigned levels, bool lazy);

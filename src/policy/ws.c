@@ -7,9 +7,9 @@
  *     runs before anything else: producer/consumer pairs hand the vproc to
  *     each other like coroutines, and a parent that joins the child it just
  *     spawned finds it there. To keep such a pair from starving the rest, at
- *     most ITO_WS_NEXT_CAP picks in a row come from the slot. Thieves may take
+ *     most ITO__WS_NEXT_CAP picks in a row come from the slot. Thieves may take
  *     a thread from the slot only after it has sat there, untouched by its
- *     owner, for ITO_WS_NEXT_GRACE_NS (as Go's runnext): usually the owner
+ *     owner, for ITO__WS_NEXT_GRACE_NS (as Go's runnext): usually the owner
  *     gets to it first, cheaper and with its data in cache;
  *   - a Chase-Lev deque (deque.c) for the threads that spawns push out of the
  *     slot: LIFO for the owner, so fork-join programs run depth-first with
@@ -25,7 +25,7 @@
  *     — a Dekker pair in which only the rare side pays.
  *
  * Stealing: an idle vproc visits the others from a random one on, and takes
- * half of the first non-empty deque it finds (at most ITO_WS_STEAL_MAX), one
+ * half of the first non-empty deque it finds (at most ITO__WS_STEAL_MAX), one
  * Chase-Lev steal at a time: the first it runs, the rest it pushes on its own
  * deque. Failing that, half of a yield list, then a next-slot thread past its
  * grace period; one still within it makes the idle vproc come back in time
@@ -44,10 +44,10 @@
 #include "runtime/sched.h"
 #include "policy/deque.h"
 
-#define ITO_WS_NEXT_CAP 8            /* picks in a row from the next slot */
-#define ITO_WS_NEXT_GRACE_NS 5000    /* before a thief may take the next slot (Go: 3 µs) */
-#define ITO_WS_STEAL_MAX 128         /* threads taken by one steal */
-#define ITO_WS_LOG_CAP 8             /* initial deque capacity: 256 */
+#define ITO__WS_NEXT_CAP 8            /* picks in a row from the next slot */
+#define ITO__WS_NEXT_GRACE_NS 5000    /* before a thief may take the next slot (Go: 3 µs) */
+#define ITO__WS_STEAL_MAX 128         /* threads taken by one steal */
+#define ITO__WS_LOG_CAP 8             /* initial deque capacity: 256 */
 
 struct seen {                        /* a thief's last look at a victim's next slot */
     ito_policy_node_t *node;
@@ -81,8 +81,9 @@ static int ws_vproc_init(ito_policy_vproc_t *vp)
     if (!w)
         return ENOMEM;
     *w = (struct ws){ .rng = 0x2545f491u * (uint32_t)(vp->index + 1) };
+    ito__spin_init(&w->yq_thieves, ITO__LOCK_STEAL);
     w->seen = calloc((size_t)vp->count, sizeof *w->seen);
-    if (!w->seen || ito__deque_init(&w->dq, ITO_WS_LOG_CAP)) {
+    if (!w->seen || ito__deque_init(&w->dq, ITO__WS_LOG_CAP)) {
         free(w->seen);
         free(w);
         return ENOMEM;
@@ -216,7 +217,7 @@ static ito_policy_node_t *ws_pick(ito_policy_vproc_t *vp)
     atomic_store_explicit(&w->picks, atomic_load_explicit(&w->picks, memory_order_relaxed) + 1,
                           memory_order_relaxed);
     ito_policy_node_t *n;
-    if (w->streak < ITO_WS_NEXT_CAP && (n = take_next(w))) {
+    if (w->streak < ITO__WS_NEXT_CAP && (n = take_next(w))) {
         w->streak++;
         return n;
     }
@@ -285,15 +286,15 @@ static ito_policy_node_t *steal_yq(struct ws *thief, struct ws *victim)
 static ito_policy_node_t *steal_half(struct ws *thief, struct ws *victim)
 {
     int64_t want = (ito__deque_size(&victim->dq) + 1) / 2;
-    if (want > ITO_WS_STEAL_MAX)
-        want = ITO_WS_STEAL_MAX;
+    if (want > ITO__WS_STEAL_MAX)
+        want = ITO__WS_STEAL_MAX;
     ito_policy_node_t *first = NULL;
     for (int64_t got = 0, tries = 0; got < want && tries < 2 * want + 2; tries++) {
         void *x;
         int r = ito__deque_steal(&victim->dq, &x);
-        if (r == ITO_DEQUE_EMPTY)
+        if (r == ITO__DEQUE_EMPTY)
             break;
-        if (r == ITO_DEQUE_LOST)
+        if (r == ITO__DEQUE_LOST)
             continue;
         if (!first)
             first = x;
@@ -345,11 +346,11 @@ static ito_policy_node_t *ws_steal(ito_policy_vproc_t *vp)
             now = ito_now_ns();   /* only when some slot is occupied */
         if (x != s->node || picks != s->picks) {
             *s = (struct seen){ x, picks, now };
-            ito_policy_retry_after(ITO_WS_NEXT_GRACE_NS);   /* do not sleep past its grace */
+            ito_policy_retry_after(ITO__WS_NEXT_GRACE_NS);   /* do not sleep past its grace */
             continue;
         }
-        if (now - s->since < ITO_WS_NEXT_GRACE_NS) {
-            ito_policy_retry_after(ITO_WS_NEXT_GRACE_NS - (now - s->since));
+        if (now - s->since < ITO__WS_NEXT_GRACE_NS) {
+            ito_policy_retry_after(ITO__WS_NEXT_GRACE_NS - (now - s->since));
             continue;
         }
         if (atomic_compare_exchange_strong_explicit(&w->next, &x, NULL, memory_order_acquire,

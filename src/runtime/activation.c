@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "base/futex.h"
+#include "base/kthread.h"
 #include "base/panic.h"
 #include "runtime/event.h"
 #include "runtime/runtime.h"
@@ -121,13 +122,8 @@ static int start(struct ito__vproc *vp)
     a->vp = vp;
     if (vp)
         vp->act = a;
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setstacksize(&attr, ACT_STACK);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     atomic_fetch_add_explicit(&ito__rt.nactivations, 1, memory_order_relaxed);
-    int e = pthread_create(&a->pthread, &attr, activation_main, a);
-    pthread_attr_destroy(&attr);
+    int e = ito__kthread_start(NULL, ACT_STACK, activation_main, a, NULL);   /* it names itself */
     if (e) {
         atomic_fetch_sub_explicit(&ito__rt.nactivations, 1, memory_order_relaxed);
         if (vp)
@@ -202,7 +198,7 @@ int ito__activation_adopt(struct ito__vproc *vp)
     if (!t)
         return ENOMEM;
     t->vp = vp;
-    t->flags = ITO_TF_MAIN;
+    t->flags = ITO__TF_MAIN;
     t->started = true;
     t->pref_vproc = -1;
     __atomic_store_n(&t->prio, ITO_PRIO_DEFAULT, __ATOMIC_RELAXED);
@@ -214,12 +210,12 @@ int ito__activation_adopt(struct ito__vproc *vp)
     t->stack_size = t->stack.size;
     t->tsan_fiber = ito__tsan_current();
     strcpy(t->name, "main");
-    ito__thread_set_state(t, ITO_TS_FREE, ITO_TS_NEW);
-    ito__thread_set_state(t, ITO_TS_NEW, ITO_TS_RUNNING);
+    ito__thread_set_state(t, ITO__TS_FREE, ITO__TS_NEW);
+    ito__thread_set_state(t, ITO__TS_NEW, ITO__TS_RUNNING);
     uint64_t ctl = atomic_load_explicit(&t->ctl, memory_order_relaxed) & ~(uint64_t)UINT32_MAX;
     atomic_store_explicit(&t->ctl, ctl, memory_order_release);
     ito__vproc_set_current(vp, t);
-    atomic_store_explicit(&vp->run_state, ITO_VP_BUSY, memory_order_relaxed);
+    atomic_store_explicit(&vp->run_state, ITO__VP_BUSY, memory_order_relaxed);
     ito__activation_setup_self(a);
     return 0;
 }

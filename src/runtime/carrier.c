@@ -121,7 +121,7 @@ void ito__carrier_adopt(struct ito__vproc *vp, struct ito__activation *a)
 {
     /* Release: the monitor's acquire load of kstate sees a's fields that it
      * reads from outside (critical_word, cpu_clock, tid). */
-    atomic_store_explicit(&vp->kstate, (uintptr_t)a | ITO_KS_RUN, memory_order_release);
+    atomic_store_explicit(&vp->kstate, (uintptr_t)a | ITO__KS_RUN, memory_order_release);
 }
 
 ITO_API void ito_blocking_begin(void)
@@ -145,7 +145,7 @@ ITO_API void ito_blocking_begin(void)
     atomic_store_explicit(&a->blocked, vp->current, memory_order_relaxed);
     atomic_store_explicit(&vp->kcalls, atomic_load_explicit(&vp->kcalls, memory_order_relaxed) + 1,
                           memory_order_relaxed);
-    atomic_store_explicit(&vp->kstate, (uintptr_t)a | ITO_KS_KERNEL, memory_order_release);
+    atomic_store_explicit(&vp->kstate, (uintptr_t)a | ITO__KS_KERNEL, memory_order_release);
     /* Dekker pair with the monitor going to sleep (monitor.c): the mark is
      * stored, then the monitor's flag loaded. */
     ito__fence_light();
@@ -181,8 +181,8 @@ ITO_API void ito_blocking_end(void)
     }
     struct ito__vproc *vp = a->vp;
     struct ito__thread *self = atomic_load_explicit(&a->blocked, memory_order_relaxed);
-    uintptr_t mark = (uintptr_t)a | ITO_KS_KERNEL;
-    bool kept = atomic_compare_exchange_strong_explicit(&vp->kstate, &mark, (uintptr_t)a | ITO_KS_RUN,
+    uintptr_t mark = (uintptr_t)a | ITO__KS_KERNEL;
+    bool kept = atomic_compare_exchange_strong_explicit(&vp->kstate, &mark, (uintptr_t)a | ITO__KS_RUN,
                                                         memory_order_acq_rel, memory_order_relaxed);
     atomic_store_explicit(&a->blocked, NULL, memory_order_relaxed);
     if (ITO_UNLIKELY(!kept)) {
@@ -202,7 +202,7 @@ bool ito__carrier_lost(struct ito__activation *a)
     for (unsigned spins = 0;;) {
         /* Acquire pairs with the monitor's final CAS (ito__carrier_steal). */
         uintptr_t ks = atomic_load_explicit(&vp->kstate, memory_order_acquire);
-        if (ks != ((uintptr_t)a | ITO_KS_STEAL))
+        if (ks != ((uintptr_t)a | ITO__KS_STEAL))
             return ito__ks_carrier(ks) != a;
         /* The monitor is deciding (a few system calls): it will see that we
          * run and call it off. */
@@ -212,7 +212,7 @@ bool ito__carrier_lost(struct ito__activation *a)
 
 void ito__carrier_leave(struct ito__activation *a, struct ito__thread *t)
 {
-    if (ITO_UNLIKELY(ito__thread_state(t) != ITO_TS_RUNNING))
+    if (ITO_UNLIKELY(ito__thread_state(t) != ITO__TS_RUNNING))
         ito__panic("thread %u \"%s\" entered a critical section in state %d after its kernel thread "
                    "lost its vproc; a thread must leave RUNNING only inside the section that "
                    "switches it out (runtime/critical.h)", t->index, t->name, ito__thread_state(t));
@@ -239,11 +239,11 @@ static bool take_steps(struct ito__vproc *vp, struct ito__activation *carrier, s
     if (__atomic_load_n(carrier->critical_word, __ATOMIC_RELAXED) != 0 || !ito__carrier_cpu_time(carrier, &c1) ||
         !ito__activation_tid(carrier) || !ito__procstat_asleep(ito__activation_tid(carrier)))
         return false;
-    uintptr_t run = (uintptr_t)carrier | ITO_KS_RUN, steal = (uintptr_t)carrier | ITO_KS_STEAL;
+    uintptr_t run = (uintptr_t)carrier | ITO__KS_RUN, steal = (uintptr_t)carrier | ITO__KS_STEAL;
     if (!atomic_compare_exchange_strong_explicit(&vp->kstate, &run, steal, memory_order_acq_rel,
                                                  memory_order_relaxed))
         return false;   /* it began a bracketed call, or someone else took vp */
-    uint32_t old = __atomic_fetch_or(carrier->critical_word, ITO_CRITICAL_ATTENTION, __ATOMIC_SEQ_CST);
+    uint32_t old = __atomic_fetch_or(carrier->critical_word, ITO__CRITICAL_ATTENTION, __ATOMIC_SEQ_CST);
     if (old != 0 || !ito__carrier_cpu_time(carrier, &c2) || c2 != c1) {
         /* In a section, or it ran meanwhile: call it off. A failing CAS
          * means it began a bracketed call meanwhile, which now owns kstate. */
@@ -253,7 +253,7 @@ static bool take_steps(struct ito__vproc *vp, struct ito__activation *carrier, s
     }
     /* Release: the spare (through the monitor's release store of park)
      * and the carrier (ito__carrier_lost's acquire) see the decision. */
-    if (!atomic_compare_exchange_strong_explicit(&vp->kstate, &steal, (uintptr_t)spare | ITO_KS_RUN,
+    if (!atomic_compare_exchange_strong_explicit(&vp->kstate, &steal, (uintptr_t)spare | ITO__KS_RUN,
                                                  memory_order_acq_rel, memory_order_relaxed))
         return false;   /* a bracketed call began: the carrier is awake after all */
     ito__tsan_acquire(carrier->critical_word);   /* see step 4 */
@@ -287,7 +287,7 @@ bool ito__carrier_hand_off(struct ito__vproc *vp, uintptr_t mark, struct ito__ac
     /* Acquire: what the carrier wrote to vp before its release store of the
      * mark (ito_blocking_begin) is visible here, and to the spare through
      * park. The spare is the carrier from now on: the old one's CAS fails. */
-    if (!atomic_compare_exchange_strong_explicit(&vp->kstate, &mark, (uintptr_t)s | ITO_KS_RUN,
+    if (!atomic_compare_exchange_strong_explicit(&vp->kstate, &mark, (uintptr_t)s | ITO__KS_RUN,
                                                  memory_order_acquire, memory_order_relaxed))
         return false;   /* the call returned meanwhile */
     carry_on(vp, s, blocked_id, false);
@@ -316,8 +316,8 @@ void ito__monitor_wake(void)
 
 void ito__monitor_wake_busy(void)
 {
-    uint32_t v = ITO_MONITOR_ASLEEP_LONG;
-    if (atomic_compare_exchange_strong_explicit(&ito__rt.monitor_asleep, &v, ITO_MONITOR_WOKEN_BUSY,
+    uint32_t v = ITO__MONITOR_ASLEEP_LONG;
+    if (atomic_compare_exchange_strong_explicit(&ito__rt.monitor_asleep, &v, ITO__MONITOR_WOKEN_BUSY,
                                                 memory_order_relaxed, memory_order_relaxed))
         ito__futex_wake(&ito__rt.monitor_asleep, 1);
 }
@@ -332,6 +332,6 @@ void ito__carrier_poke(pid_t tid)
     si.si_code = SI_QUEUE;
     si.si_pid = getpid();
     si.si_uid = getuid();
-    si.si_value.sival_int = ITO_CARRIER_POKE_TAG;
+    si.si_value.sival_int = ITO__CARRIER_POKE_TAG;
     syscall(SYS_rt_tgsigqueueinfo, getpid(), tid, ito__rt.preempt_signal, &si);
 }

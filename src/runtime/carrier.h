@@ -12,12 +12,12 @@ struct ito__thread;
 struct ito__vproc;
 
 /* vp->kstate: the carrier's activation address | one of these. */
-enum { ITO_KS_RUN = 0, ITO_KS_KERNEL = 1, ITO_KS_STEAL = 2, ITO_KS_MASK = 3 };
+enum { ITO__KS_RUN = 0, ITO__KS_KERNEL = 1, ITO__KS_STEAL = 2, ITO__KS_MASK = 3 };
 
 /* The activation named by a kstate value. */
 static inline struct ito__activation *ito__ks_carrier(uintptr_t ks)
 {
-    return (struct ito__activation *)(ks & ~(uintptr_t)ITO_KS_MASK);
+    return (struct ito__activation *)(ks & ~(uintptr_t)ITO__KS_MASK);
 }
 
 /* Carrier side. a carries vp from now on (at its start). */
@@ -43,7 +43,7 @@ bool ito__carrier_steal(struct ito__vproc *vp, struct ito__activation *carrier, 
 /* Doorbells of the monitor (ito__rt.monitor_asleep): awake (0), asleep for
  * a while (ASLEEP), asleep until woken because every vproc is idle
  * (ASLEEP_LONG), woken from that by a vproc that got busy (WOKEN_BUSY). */
-enum { ITO_MONITOR_ASLEEP = 1, ITO_MONITOR_ASLEEP_LONG = 2, ITO_MONITOR_WOKEN_BUSY = 3 };
+enum { ITO__MONITOR_ASLEEP = 1, ITO__MONITOR_ASLEEP_LONG = 2, ITO__MONITOR_WOKEN_BUSY = 3 };
 /* A blocking call began while the monitor sleeps: wake it (it looks again
  * at its fastest pace). */
 void ito__monitor_wake(void);
@@ -54,7 +54,7 @@ void ito__monitor_wake_busy(void);
 /* si_value of the time-slice signal sent with SI_QUEUE to make a carrier
  * look at its vproc's requests now: revoked (cpushare/agent.c) or asked to
  * give way (ito_policy_preempt). */
-#define ITO_CARRIER_POKE_TAG 0x69746f72   /* "itor" */
+#define ITO__CARRIER_POKE_TAG 0x69746f72   /* "itor" */
 /* Send it to the kernel thread tid (nothing without time slicing). */
 void ito__carrier_poke(pid_t tid);
 

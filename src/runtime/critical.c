@@ -57,7 +57,7 @@ void ito__critical_recover(void)
     }
     bool pending = a->slice_pending;
     a->slice_pending = false;
-    if (!pending || !a->vp || ito__thread_state(t) != ITO_TS_RUNNING)
+    if (!pending || !a->vp || ito__thread_state(t) != ITO__TS_RUNNING)
         return;   /* a steal called off, or it is switching out anyway */
     ito__critical_enter();
     if (!atomic_load_explicit(&a->vp->displace, memory_order_relaxed))

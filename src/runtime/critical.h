@@ -47,8 +47,8 @@
 #include "base/compiler.h"
 #include "arch.h"
 
-#define ITO_CRITICAL_ATTENTION 0x80000000u
-#define ITO_CRITICAL_DEPTH 0x7fffffffu
+#define ITO__CRITICAL_ATTENTION 0x80000000u
+#define ITO__CRITICAL_DEPTH 0x7fffffffu
 
 /* The slow paths (runtime/critical.c): a section begins with ATTENTION set
  * (the vproc may have been taken: give it up first), or the outermost one
@@ -81,12 +81,12 @@ ITO_INLINE void ito__critical_tsan_release(void)
 ITO_INLINE void ito__critical_exit(void)
 {
     ito__critical_tsan_release();
-    if (ITO_UNLIKELY(ito__arch_critical_dec() == ITO_CRITICAL_ATTENTION))
+    if (ITO_UNLIKELY(ito__arch_critical_dec() == ITO__CRITICAL_ATTENTION))
         ito__critical_recover();
 }
 
 /* Nesting depth of the calling kernel thread's current context. */
-ITO_INLINE uint32_t ito__critical_depth(void) { return ito__arch_critical_get() & ITO_CRITICAL_DEPTH; }
+ITO_INLINE uint32_t ito__critical_depth(void) { return ito__arch_critical_get() & ITO__CRITICAL_DEPTH; }
 
 /* After a context switch: the resumed context's own depth, no attention. */
 ITO_INLINE void ito__critical_restore(uint32_t depth)

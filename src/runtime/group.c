@@ -114,7 +114,7 @@ static struct ito__thread *lock_member(ito_thread_t th)
     if (!t)
         return NULL;
     if (ito__group_of(t) == ITO__GROUP_GONE ||
-        (atomic_load_explicit(&t->ctl, memory_order_relaxed) & ITO_CTL_EXITED)) {
+        (atomic_load_explicit(&t->ctl, memory_order_relaxed) & ITO__CTL_EXITED)) {
         ito__spin_unlock(&t->lk);
         return NULL;
     }

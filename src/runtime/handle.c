@@ -22,9 +22,9 @@
 #include "runtime/sanitizer.h"
 #include "runtime/thread.h"
 
-#define CHUNK_SHIFT ITO_HANDLE_CHUNK_SHIFT
+#define CHUNK_SHIFT ITO__HANDLE_CHUNK_SHIFT
 #define CHUNK_SIZE (1u << CHUNK_SHIFT)
-#define MAX_CHUNKS ITO_HANDLE_MAX_CHUNKS
+#define MAX_CHUNKS ITO__HANDLE_MAX_CHUNKS
 #define CACHE_MAX 64
 #define CACHE_BATCH 32
 
@@ -32,7 +32,7 @@ struct ito__thread *_Atomic ito__handle_chunks[MAX_CHUNKS];
 _Atomic uint32_t ito__handle_nchunks;
 #define chunks ito__handle_chunks
 #define nchunks ito__handle_nchunks
-static ito__spinlock glock;
+static ito__spinlock glock = ITO__SPINLOCK_INITIALIZER(ITO__LOCK_HANDLES);
 static struct ito__thread *gfree;      /* glock */
 
 /* Under glock: add a chunk of free descriptors to gfree. */
@@ -51,9 +51,10 @@ static bool grow(void)
     for (uint32_t i = CHUNK_SIZE; i-- > 0;) {
         struct ito__thread *t = &ts[i];
         t->index = c * CHUNK_SIZE + i;
-        atomic_init(&t->ctl, ITO_CTL_FREE);
-        atomic_init(&t->state, ITO_TS_FREE);
+        atomic_init(&t->ctl, ITO__CTL_FREE);
+        atomic_init(&t->state, ITO__TS_FREE);
         t->wait.thread = t;
+        ito__spin_init(&t->lk, ITO__LOCK_THREAD);
         t->free_next = gfree;
         gfree = t;
     }
@@ -102,7 +103,7 @@ struct ito__thread *ito__thread_alloc(struct ito__vproc *vp)
     uint32_t gen = ito__ctl_gen(atomic_load_explicit(&t->ctl, memory_order_relaxed)) + 1;
     if (gen == 0)
         gen = 1;
-    atomic_store_explicit(&t->ctl, (uint64_t)gen << 32 | ITO_CTL_FREE, memory_order_relaxed);
+    atomic_store_explicit(&t->ctl, (uint64_t)gen << 32 | ITO__CTL_FREE, memory_order_relaxed);
     return t;
 }
 
@@ -122,7 +123,7 @@ void ito__thread_free(struct ito__vproc *vp, struct ito__thread *t)
      * it may have written the fields reset here. */
     ito__spin_lock(&t->lk);
     uint64_t ctl = atomic_load_explicit(&t->ctl, memory_order_relaxed);
-    atomic_store_explicit(&t->ctl, (ctl & ~(uint64_t)UINT32_MAX) | ITO_CTL_FREE, memory_order_release);
+    atomic_store_explicit(&t->ctl, (ctl & ~(uint64_t)UINT32_MAX) | ITO__CTL_FREE, memory_order_release);
     /* Clean for the next spawn (thread.h). Exit has already reset the stack,
      * `started`, the inline links and the exit waiters. */
     t->vp = NULL;
@@ -135,7 +136,7 @@ void ito__thread_free(struct ito__vproc *vp, struct ito__thread *t)
     t->asan_fake_stack = NULL;
     t->tsan_fiber = NULL;
     ito__spin_unlock(&t->lk);
-    ito__thread_set_state(t, ITO_TS_EXITED, ITO_TS_FREE);
+    ito__thread_set_state(t, ITO__TS_EXITED, ITO__TS_FREE);
     if (vp) {
         t->free_next = vp->free_threads;
         vp->free_threads = t;
@@ -163,7 +164,7 @@ bool ito__thread_lock_live(struct ito__thread *t, uint64_t id)
 {
     ito__spin_lock(&t->lk);
     uint64_t ctl = atomic_load_explicit(&t->ctl, memory_order_relaxed);
-    if (ito__ctl_gen(ctl) != (uint32_t)(id >> 32) || (ctl & ITO_CTL_FREE)) {
+    if (ito__ctl_gen(ctl) != (uint32_t)(id >> 32) || (ctl & ITO__CTL_FREE)) {
         ito__spin_unlock(&t->lk);
         return false;
     }

@@ -21,7 +21,7 @@ struct ito__vproc;
 
 /* A vproc asleep this long declares itself idle ([SA §4.2]'s hysteresis:
  * runtime/idle.c), and calls the idle hook. */
-#define ITO_ALLOC_IDLE_NS 2000000u
+#define ITO__ALLOC_IDLE_NS 2000000u
 
 struct ito__hooks {
     /* upcall/preempt.c: an activation has started on its kernel thread (arm

@@ -60,10 +60,10 @@
 
 /* An inbox that its vproc has not drained for this long, while the vproc made
  * no scheduling decision at all, is emptied by an idle vproc. */
-#define ITO_RESCUE_NS 50000u
+#define ITO__RESCUE_NS 50000u
 /* Upper bound of the backoff between two looks at other vprocs, in rounds of
  * the spin loop (one pause each, ~16 ns on the development machine). */
-#define ITO_BACKOFF_MAX 256u
+#define ITO__BACKOFF_MAX 256u
 
 void ito__idle_init(void)
 {
@@ -93,9 +93,9 @@ void ito__fence_heavy(void)
 /* Wake vp if it sleeps. */
 bool ito__vproc_wake(struct ito__vproc *vp)
 {
-    uint32_t s = ITO_VP_SLEEPING;
-    if (atomic_load_explicit(&vp->run_state, memory_order_relaxed) == ITO_VP_SLEEPING &&
-        atomic_compare_exchange_strong_explicit(&vp->run_state, &s, ITO_VP_IDLE,
+    uint32_t s = ITO__VP_SLEEPING;
+    if (atomic_load_explicit(&vp->run_state, memory_order_relaxed) == ITO__VP_SLEEPING &&
+        atomic_compare_exchange_strong_explicit(&vp->run_state, &s, ITO__VP_IDLE,
                                                 memory_order_relaxed, memory_order_relaxed)) {
         if (vp->ring)
             ito__ring_kick(vp->ring);   /* it sleeps on its ring (runtime/ring.c) */
@@ -130,7 +130,7 @@ bool ito__vproc_kick_quiet(struct ito__vproc *vp)
 {
     ito__fence_light();
     return ito__vproc_wake(vp) ||
-           atomic_load_explicit(&vp->run_state, memory_order_relaxed) != ITO_VP_REVOKED;
+           atomic_load_explicit(&vp->run_state, memory_order_relaxed) != ITO__VP_REVOKED;
 }
 
 void ito__vproc_kick(struct ito__vproc *vp)
@@ -148,7 +148,7 @@ void ito__idle_timer_armed(uint64_t deadline)
         return;
     for (int i = 0; i < ito__rt.nvprocs; i++) {
         struct ito__vproc *vp = ito__rt.vprocs[i];
-        if (atomic_load_explicit(&vp->run_state, memory_order_relaxed) != ITO_VP_SLEEPING)
+        if (atomic_load_explicit(&vp->run_state, memory_order_relaxed) != ITO__VP_SLEEPING)
             continue;
         uint64_t d = atomic_load_explicit(&vp->sleep_deadline, memory_order_relaxed);
         if ((d == 0 || d > deadline) && ito__vproc_wake(vp))
@@ -187,7 +187,7 @@ static void rescue_inboxes(struct ito__vproc *self, uint64_t now)
         if (vp == self)
             continue;
         if (!atomic_load_explicit(&vp->inbox, memory_order_relaxed) ||
-            atomic_load_explicit(&vp->run_state, memory_order_relaxed) != ITO_VP_BUSY) {
+            atomic_load_explicit(&vp->run_state, memory_order_relaxed) != ITO__VP_BUSY) {
             self->seen_since[i] = 0;   /* start over next time */
             continue;
         }
@@ -195,9 +195,9 @@ static void rescue_inboxes(struct ito__vproc *self, uint64_t now)
         if (!self->seen_since[i] || ticks != self->seen_ticks[i]) {
             self->seen_ticks[i] = ticks;
             self->seen_since[i] = now;
-            ito__vproc_retry_at(self, now + ITO_RESCUE_NS);   /* come back even if asleep by then */
-        } else if (now - self->seen_since[i] < ITO_RESCUE_NS) {
-            ito__vproc_retry_at(self, self->seen_since[i] + ITO_RESCUE_NS);
+            ito__vproc_retry_at(self, now + ITO__RESCUE_NS);   /* come back even if asleep by then */
+        } else if (now - self->seen_since[i] < ITO__RESCUE_NS) {
+            ito__vproc_retry_at(self, self->seen_since[i] + ITO__RESCUE_NS);
         } else {
             /* Any consumer may take the whole list: the exchange makes the
              * batches disjoint. Acquire pairs with inbox_push's release. */
@@ -223,7 +223,7 @@ static void rescue_rings(struct ito__vproc *self)
     for (int i = 0; i < ito__rt.nvprocs; i++) {
         struct ito__vproc *vp = ito__rt.vprocs[i];
         if (vp != self && vp->ring && ito__ring_ready(vp->ring) &&
-            atomic_load_explicit(&vp->run_state, memory_order_relaxed) == ITO_VP_BUSY)
+            atomic_load_explicit(&vp->run_state, memory_order_relaxed) == ITO__VP_BUSY)
             ito__ring_reap(vp->ring, true);
     }
 }
@@ -302,8 +302,8 @@ static bool revocation_running(void)
     for (int i = 0; i < ito__rt.nvprocs; i++) {
         struct ito__vproc *o = ito__rt.vprocs[i];
         if (atomic_load_explicit(&o->revoke, memory_order_relaxed) &&
-            atomic_load_explicit(&o->run_state, memory_order_relaxed) == ITO_VP_BUSY &&
-            (atomic_load_explicit(&o->kstate, memory_order_relaxed) & ITO_KS_MASK) == ITO_KS_RUN)
+            atomic_load_explicit(&o->run_state, memory_order_relaxed) == ITO__VP_BUSY &&
+            (atomic_load_explicit(&o->kstate, memory_order_relaxed) & ITO__KS_MASK) == ITO__KS_RUN)
             return true;   /* not in a blocking call: it computes */
     }
     return false;
@@ -346,7 +346,7 @@ struct ito__thread *ito__idle_find(struct ito__vproc *vp)
             if (++round < backoff)
                 continue;
             round = 0;
-            if (backoff < ITO_BACKOFF_MAX)
+            if (backoff < ITO__BACKOFF_MAX)
                 backoff <<= 1;
             if ((revoked = ito__vproc_revoked(vp)))
                 break;
@@ -360,7 +360,7 @@ struct ito__thread *ito__idle_find(struct ito__vproc *vp)
         }
         /* Sleep. Announce it, then look once more (the Dekker pair above). */
         atomic_store_explicit(&vp->sleep_deadline, 0, memory_order_relaxed);
-        atomic_store_explicit(&vp->run_state, ITO_VP_SLEEPING, memory_order_relaxed);
+        atomic_store_explicit(&vp->run_state, ITO__VP_SLEEPING, memory_order_relaxed);
         atomic_fetch_add_explicit(&ito__rt.nsleeping, 1, memory_order_seq_cst);
         atomic_fetch_sub_explicit(&ito__rt.nspinning, 1, memory_order_seq_cst);
         ito__fence_heavy();
@@ -375,7 +375,7 @@ struct ito__thread *ito__idle_find(struct ito__vproc *vp)
              * after sleeping a while (hysteresis): wake up then to say so. */
             uint64_t declare_at = 0;
             if (ito__rt.allocator && !atomic_load_explicit(&vp->idle_declared, memory_order_relaxed)) {
-                declare_at = ito__now_ns() + ITO_ALLOC_IDLE_NS;
+                declare_at = ito__now_ns() + ITO__ALLOC_IDLE_NS;
                 if (declare_at < deadline)
                     deadline = declare_at;
             }
@@ -383,23 +383,23 @@ struct ito__thread *ito__idle_find(struct ito__vproc *vp)
                 deadline = 0;
             atomic_store_explicit(&vp->sleep_deadline, deadline, memory_order_relaxed);
             ITO_STAT_INC(vp, idle_sleeps);
-            while (atomic_load_explicit(&vp->run_state, memory_order_acquire) == ITO_VP_SLEEPING) {
+            while (atomic_load_explicit(&vp->run_state, memory_order_acquire) == ITO__VP_SLEEPING) {
                 if (vp->ring) {
                     /* Completions made threads ready here: stop sleeping. */
                     if (ito__ring_sleep(vp, deadline) > 0 || (deadline && ito__now_ns() >= deadline))
                         break;
                     continue;
                 }
-                int r = ito__futex_wait(&vp->run_state, ITO_VP_SLEEPING, deadline);
+                int r = ito__futex_wait(&vp->run_state, ITO__VP_SLEEPING, deadline);
                 if (r == ETIMEDOUT)
                     break;
             }
-            if (atomic_exchange_explicit(&vp->run_state, ITO_VP_IDLE, memory_order_acquire) ==
-                ITO_VP_IDLE)
+            if (atomic_exchange_explicit(&vp->run_state, ITO__VP_IDLE, memory_order_acquire) ==
+                ITO__VP_IDLE)
                 ITO_STAT_INC(vp, wakeups);
             idle_timeout = declare_at && ito__now_ns() >= declare_at;
         } else {
-            atomic_store_explicit(&vp->run_state, ITO_VP_IDLE, memory_order_relaxed);
+            atomic_store_explicit(&vp->run_state, ITO__VP_IDLE, memory_order_relaxed);
         }
         atomic_fetch_sub_explicit(&ito__rt.nsleeping, 1, memory_order_seq_cst);
         if (t || ito__vproc_revoked(vp))

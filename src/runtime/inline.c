@@ -61,11 +61,11 @@ static void finish(struct ito__thread *t)
     t->stack.flags = 0;
     t->tsan_fiber = NULL;
     t->started = false;
-    ito__thread_set_state(t, ITO_TS_RUNNING, ITO_TS_EXITED);
+    ito__thread_set_state(t, ITO__TS_RUNNING, ITO__TS_EXITED);
     /* We are its joiner: nobody else touches ctl once JOINED is set.
      * Release: the result is visible to whoever sees EXITED. */
     uint64_t ctl = atomic_load_explicit(&t->ctl, memory_order_relaxed);
-    atomic_store_explicit(&t->ctl, ctl | ITO_CTL_EXITED, memory_order_release);
+    atomic_store_explicit(&t->ctl, ctl | ITO__CTL_EXITED, memory_order_release);
 }
 
 ITO_NOINLINE void ito__join_inline(struct ito__thread *self, struct ito__thread *t)
@@ -81,7 +81,7 @@ ITO_NOINLINE void ito__join_inline(struct ito__thread *self, struct ito__thread 
     t->inl = &f;
     t->stack.lo = self->stack.lo;
     t->stack.size = self->stack.size;
-    t->stack.flags = self->stack.flags & ~(uint32_t)ITO_STACK_POOLED;   /* not its to free */
+    t->stack.flags = self->stack.flags & ~(uint32_t)ITO__STACK_POOLED;   /* not its to free */
     t->tsan_fiber = self->tsan_fiber;
     t->started = true;
     t->vp = vp;
@@ -109,7 +109,7 @@ ITO_NOINLINE void ito__join_inline(struct ito__thread *self, struct ito__thread 
     ito__vproc_set_current(vp, self);
     self->vp = vp;
     if (!f.detached)
-        ito__thread_set_state(self, ITO_TS_BLOCKED, ITO_TS_RUNNING);
+        ito__thread_set_state(self, ITO__TS_BLOCKED, ITO__TS_RUNNING);
     else
         self->inl_wait = NULL;
     *act->errno_ptr = self->saved_errno;
@@ -146,7 +146,7 @@ void ito__inline_detach(struct ito__thread *t)
     struct ito__thread *j = f->joiner;
     f->detached = true;
     /* Below the join frame, the stack only holds the child's dropped frames. */
-    uintptr_t top = ((uintptr_t)f->sp - ITO_ARCH_RED_ZONE) & ~(uintptr_t)15;
+    uintptr_t top = ((uintptr_t)f->sp - ITO__ARCH_RED_ZONE) & ~(uintptr_t)15;
     ito__san_unpoison(j->stack.lo, top - (uintptr_t)j->stack.lo);
     j->inl_wait = f;
     j->ctx.sp = ito__ctx_make((void *)top, rejoin_entry, ito__arch_fpctl());

@@ -34,7 +34,7 @@ static struct {
     _Atomic uint32_t seq;                 /* odd: in use */
     void (*_Atomic dtor)(void *);
 } keys[ITO_KEYS_MAX];
-static ito__spinlock keys_lock;           /* serializes create/delete */
+static ito__spinlock keys_lock = ITO__SPINLOCK_INITIALIZER(ITO__LOCK_KEYS);           /* serializes create/delete */
 
 ITO_API int ito_key_create(ito_key_t *key, void (*dtor)(void *))
 {

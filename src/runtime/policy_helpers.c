@@ -78,7 +78,7 @@ ITO_API unsigned ito_policy_idle_vprocs(void)
 ITO_API bool ito_policy_vproc_active(int vproc)
 {
     struct ito__vproc *vp = ito__vproc_at(vproc);
-    return vp && atomic_load_explicit(&vp->run_state, memory_order_relaxed) != ITO_VP_REVOKED;
+    return vp && atomic_load_explicit(&vp->run_state, memory_order_relaxed) != ITO__VP_REVOKED;
 }
 
 ITO_API int ito_policy_vproc_cpu(int vproc)
@@ -124,16 +124,16 @@ ITO_API void ito_policy_preempt(int index)
         if (ito__thread_self()) {
             atomic_store_explicit(&vp->displace, true, memory_order_relaxed);
             a->slice_pending = true;
-            ito__arch_critical_or(ITO_CRITICAL_ATTENTION);
+            ito__arch_critical_or(ITO__CRITICAL_ATTENTION);
         }
-    } else if (atomic_load_explicit(&vp->run_state, memory_order_relaxed) == ITO_VP_BUSY) {
+    } else if (atomic_load_explicit(&vp->run_state, memory_order_relaxed) == ITO__VP_BUSY) {
         uintptr_t ks = atomic_load_explicit(&vp->kstate, memory_order_acquire);
         struct ito__activation *c = ito__ks_carrier(ks);
         /* Release pairs with the tick handler's acquire load (upcall/preempt.c).
          * Only the first request signals; the owner clears the flag when it
          * picks. */
         pid_t tid = c ? ito__activation_tid(c) : 0;
-        if ((ks & ITO_KS_MASK) == ITO_KS_RUN && tid &&
+        if ((ks & ITO__KS_MASK) == ITO__KS_RUN && tid &&
             !atomic_exchange_explicit(&vp->displace, true, memory_order_release))
             ito__carrier_poke(tid);
     }

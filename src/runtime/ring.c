@@ -126,6 +126,7 @@ bool ito__rings_init(void)
             e = ENOMEM;
             break;
         }
+        ito__spin_init(&r->lock, ITO__LOCK_RING);
         if ((e = ring_create(r, ito__rt.vprocs[made]))) {
             free(r);
             break;
@@ -234,7 +235,7 @@ static bool reap_locked(struct ito__ring *r, struct ito__thread **wake)
         ito__ring_submit(r);
     }
     if (kicked && ito__vproc_self() != r->vp &&
-        atomic_load_explicit(&r->vp->run_state, memory_order_relaxed) != ITO_VP_BUSY) {
+        atomic_load_explicit(&r->vp->run_state, memory_order_relaxed) != ITO__VP_BUSY) {
         /* Another vproc took the owner's kick (a rescue, a cancellation)
          * while the owner may be going to sleep: pass the kick on. A busy
          * owner goes through the idle protocol again anyway. */

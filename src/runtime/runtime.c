@@ -4,7 +4,10 @@
 
 #include "runtime/hooks.h"
 
-struct ito__runtime ito__rt;
+struct ito__runtime ito__rt = {
+    .gq_lock = ITO__SPINLOCK_INITIALIZER(ITO__LOCK_GLOBAL_QUEUE),
+    .spare_lock = ITO__SPINLOCK_INITIALIZER(ITO__LOCK_SPARES),
+};
 
 static void no_activation(struct ito__activation *a) { (void)a; }
 static void no_demand(void) {}

@@ -12,13 +12,13 @@
 #include "runtime/spinlock.h"
 #include "runtime/vproc.h"
 
-enum { ITO_RT_UNINIT = 0, ITO_RT_READY = 2, ITO_RT_FAILED = 3 };
+enum { ITO__RT_UNINIT = 0, ITO__RT_READY = 2, ITO__RT_FAILED = 3 };
 
 /* The most vprocs a process may have (ITO_VPROCS, ito_config_t.vprocs). */
-#define ITO_VPROCS_MAX 1024
+#define ITO__VPROCS_MAX 1024
 
 struct ito__runtime {
-    _Atomic int state;                    /* ITO_RT_* */
+    _Atomic int state;                    /* ITO__RT_* */
     int init_error;                       /* errno of a failed initialization */
     int nvprocs;
     struct ito__vproc **vprocs;
@@ -66,12 +66,12 @@ struct ito__runtime {
 extern struct ito__runtime ito__rt;
 
 /* Whether initialization has completed. Acquire pairs with the release
- * store of ITO_RT_READY at its end (api/init.c): what it set up is visible.
+ * store of ITO__RT_READY at its end (api/init.c): what it set up is visible.
  * The runtime never initializes itself: the public calls that may come
  * first pass api/init.h's gate, which does. */
 static inline bool ito__initialized(void)
 {
-    return atomic_load_explicit(&ito__rt.state, memory_order_acquire) == ITO_RT_READY;
+    return atomic_load_explicit(&ito__rt.state, memory_order_acquire) == ITO__RT_READY;
 }
 
 /* vproc number i, or NULL if there is none (or ito is not initialized): the

@@ -58,9 +58,9 @@
 /* How many picks between two looks at the clock (timers, policy tick) and at
  * the global queue (a power of 2). At ~20 ns per switch this is a few
  * microseconds. */
-#define ITO_PERIODIC_PICKS 32
+#define ITO__PERIODIC_PICKS 32
 /* Policy tick period. */
-#define ITO_TICK_NS 1000000u
+#define ITO__TICK_NS 1000000u
 
 /* ---------------------------------------------------------------- routing */
 
@@ -124,7 +124,7 @@ static void send_home(struct ito__vproc *home, struct ito__thread *t)
     ito__vproc_kick(home);
     /* A busy home may keep it waiting: let an idle vproc watch its inbox
      * (and rescue it, idle.c). */
-    if (atomic_load_explicit(&home->run_state, memory_order_relaxed) == ITO_VP_BUSY)
+    if (atomic_load_explicit(&home->run_state, memory_order_relaxed) == ITO__VP_BUSY)
         ito__idle_notify();
 }
 
@@ -151,8 +151,8 @@ ITO_NOINLINE void ito__inbox_drain(struct ito__vproc *vp, struct ito__thread *li
     }
     while (rev) {
         struct ito__thread *next = rev->qnext;
-        if (ITO_UNLIKELY(rev->flags & ITO_TF_UNBLOCKED)) {
-            rev->flags &= (uint8_t)~ITO_TF_UNBLOCKED;
+        if (ITO_UNLIKELY(rev->flags & ITO__TF_UNBLOCKED)) {
+            rev->flags &= (uint8_t)~ITO__TF_UNBLOCKED;
             ito__event(ITO_EVENT_UNBLOCKED, vp, ito__thread_id(rev, atomic_load_explicit(&rev->ctl, memory_order_relaxed)));
         }
         ito__rt.policy->enqueue(&vp->pv, &rev->node, (ito_ready_reason_t)rev->ready_reason);
@@ -169,12 +169,12 @@ bool ito__claim_slow(struct ito__thread *t)
     ito__spin_lock(&t->lk);
     int s = ito__thread_state(t);
     bool stop = atomic_load_explicit(&t->susp_req, memory_order_relaxed);
-    ito__thread_set_state(t, s, stop ? ITO_TS_SUSPENDED : ITO_TS_RUNNING);
+    ito__thread_set_state(t, s, stop ? ITO__TS_SUSPENDED : ITO__TS_RUNNING);
     ito__spin_unlock(&t->lk);
     return !stop;
 }
 
-/* Every ITO_PERIODIC_PICKS picks: I/O completions, expired timers, the
+/* Every ITO__PERIODIC_PICKS picks: I/O completions, expired timers, the
  * global queue (so that threads readied from outside cannot starve behind
  * local work), and the policy's tick. */
 static ITO_NOINLINE void periodic(struct ito__vproc *vp)
@@ -187,7 +187,7 @@ static ITO_NOINLINE void periodic(struct ito__vproc *vp)
         now = ito__now_ns();
         if (next <= now)
             ito__timers_run(&vp->timers, now);
-        if (ito__rt.policy->tick && now - vp->last_tick_ns >= ITO_TICK_NS) {
+        if (ito__rt.policy->tick && now - vp->last_tick_ns >= ITO__TICK_NS) {
             vp->last_tick_ns = now;
             ito__rt.policy->tick(&vp->pv);
         }
@@ -207,7 +207,7 @@ struct ito__thread *ito__pick_local(struct ito__vproc *vp)
     if (ITO_UNLIKELY(atomic_load_explicit(&vp->inbox, memory_order_relaxed) != NULL))
         /* Acquire pairs with the release CAS in inbox_push. */
         ito__inbox_drain(vp, atomic_exchange_explicit(&vp->inbox, NULL, memory_order_acquire));
-    if (ITO_UNLIKELY(!(ticks & (ITO_PERIODIC_PICKS - 1))))
+    if (ITO_UNLIKELY(!(ticks & (ITO__PERIODIC_PICKS - 1))))
         periodic(vp);
     /* A request to give way is answered by this pick (ito_policy_preempt). */
     if (ITO_UNLIKELY(atomic_load_explicit(&vp->displace, memory_order_relaxed)))
@@ -228,7 +228,7 @@ struct ito__thread *ito__pick_local(struct ito__vproc *vp)
         struct ito__thread *t = ito__thread_of_node(n);
         if (ITO_LIKELY(ito__claim(t))) {
             ITO_STAT_INC(vp, decisions);
-            if (ITO_UNLIKELY(!(vp->stats.decisions & (ITO_PERIODIC_PICKS - 1))))
+            if (ITO_UNLIKELY(!(vp->stats.decisions & (ITO__PERIODIC_PICKS - 1))))
                 ito__vproc_check_busy(vp);
             return t;
         }
@@ -365,8 +365,8 @@ static void switch_out(struct ito__thread *cur, bool gave_way)
 {
     /* A stack without a guard page: an overflow still in progress shows here,
      * before the scheduler's own frames go further down. */
-    if (ITO_UNLIKELY(!(cur->stack.flags & ITO_STACK_GUARDED)) &&
-        (uintptr_t)ito__arch_sp() < (uintptr_t)cur->stack.lo + ITO_STACK_MARGIN)
+    if (ITO_UNLIKELY(!(cur->stack.flags & ITO__STACK_GUARDED)) &&
+        (uintptr_t)ito__arch_sp() < (uintptr_t)cur->stack.lo + ITO__STACK_MARGIN)
         ito__stack_overflowed(cur->stack_size, cur->index, cur->name);
     ito__critical_enter();
     struct ito__activation *act = ito__activation_self();
@@ -402,12 +402,12 @@ void ito__preempt_switch(struct ito__thread *self)
         ITO_STAT_INC(vp, displacements);
     } else {
         /* A slice's end is a tick: timers, completions and the global queue
-         * are looked at now, not after ITO_PERIODIC_PICKS more slices. */
+         * are looked at now, not after ITO__PERIODIC_PICKS more slices. */
         periodic(vp);
         ito__vproc_check_busy(vp);   /* it ran a thread for a whole slice */
     }
     ito__event(ITO_EVENT_PREEMPTED, vp, ito__thread_id(self, atomic_load_explicit(&self->ctl, memory_order_relaxed)));
-    ito__thread_set_state(self, ITO_TS_RUNNING, ITO_TS_READY);
+    ito__thread_set_state(self, ITO__TS_RUNNING, ITO__TS_READY);
     ito__rt.policy->enqueue(&vp->pv, &self->node, displaced ? ITO_READY_DISPLACED : ITO_READY_PREEMPT);
     switch_out(self, true);
     ito__critical_exit();
@@ -447,10 +447,10 @@ static void requeue(struct ito__activation *act)
 {
     struct ito__thread *t = act->requeue;
     act->requeue = NULL;
-    ito__thread_set_state(t, ITO_TS_RUNNING, ITO_TS_READY);
+    ito__thread_set_state(t, ITO__TS_RUNNING, ITO__TS_READY);
     t->ready_reason = ITO_READY_WAKE;
     if (ito__event_hooked())
-        t->flags |= ITO_TF_UNBLOCKED;   /* reported by the vproc that takes it (inbox_drain) */
+        t->flags |= ITO__TF_UNBLOCKED;   /* reported by the vproc that takes it (inbox_drain) */
     send_home(ito__rt.vprocs[t->pref_vproc >= 0 ? t->pref_vproc : t->vp->index], t);
 }
 
@@ -470,17 +470,17 @@ void ito__sched_loop(struct ito__activation *act)
                 ito__hooks.revoked(act);
                 continue;
             }
-            atomic_store_explicit(&vp->run_state, ITO_VP_IDLE, memory_order_relaxed);
+            atomic_store_explicit(&vp->run_state, ITO__VP_IDLE, memory_order_relaxed);
             if (!(t = ito__idle_find(vp)))
                 continue;   /* its processor is being taken away */
             ito__hooks.repin(vp);
         }
-        atomic_store_explicit(&vp->run_state, ITO_VP_BUSY, memory_order_relaxed);
+        atomic_store_explicit(&vp->run_state, ITO__VP_BUSY, memory_order_relaxed);
         /* The Dekker pair with the monitor's sleep while every vproc idles
          * (upcall/monitor.c): BUSY stored, then its flag loaded. */
         ito__fence_light();
         if (ITO_UNLIKELY(atomic_load_explicit(&ito__rt.monitor_asleep, memory_order_relaxed) ==
-                         ITO_MONITOR_ASLEEP_LONG))
+                         ITO__MONITOR_ASLEEP_LONG))
             ito__monitor_wake_busy();
         switch_to(act, NULL, t, false);
         act = ito__activation_self();

@@ -43,7 +43,7 @@ static inline void ito__idle_notify(void)
     }
 }
 
-/* A vproc that told the allocator it was idle has made ITO_PERIODIC_PICKS
+/* A vproc that told the allocator it was idle has made ITO__PERIODIC_PICKS
  * picks, or run a thread for a whole slice, since: it is busy again
  * (idle.c). A short burst of work — a timer, one message — does not count,
  * so that it does not move processors between processes. */
@@ -141,7 +141,7 @@ static inline bool ito__claim(struct ito__thread *t)
      * which ito_set_entry's new entry is visible to whoever runs t. */
     if (ITO_UNLIKELY(atomic_load_explicit(&t->susp_req, memory_order_acquire)))
         return ito__claim_slow(t);
-    ito__thread_set_state(t, ito__thread_state(t), ITO_TS_RUNNING);
+    ito__thread_set_state(t, ito__thread_state(t), ITO__TS_RUNNING);
     ito__fence_light();
     if (ITO_UNLIKELY(atomic_load_explicit(&t->susp_req, memory_order_acquire)))
         return ito__claim_slow(t);

@@ -5,7 +5,7 @@
  * demand) and pooled: each vproc keeps a small LIFO cache of default-size
  * stacks, so a thread that exits hands a warm stack to the next one started
  * there; beyond it, stacks go to a global pool. Default-size stacks are
- * never unmapped, but once the global pool holds more than ITO_POOL_HOT of
+ * never unmapped, but once the global pool holds more than ITO__POOL_HOT of
  * them, a chunk whose stacks are all back in the pool gives its pages back to
  * the kernel with one madvise(MADV_DONTNEED) — one system call per chunk, not
  * per stack, so that a million exiting threads do not cost a million calls.
@@ -43,10 +43,10 @@
 #include "runtime/runtime.h"
 #include "runtime/sanitizer.h"
 
-#define ITO_POOL_HOT 256          /* global pool stacks kept with their pages */
-#define ITO_CHUNK_GUARDED 16
-#define ITO_CHUNK_UNGUARDED 256
-#define ITO_OTHER_POOL 64         /* pooled stacks of non-default sizes */
+#define ITO__POOL_HOT 256          /* global pool stacks kept with their pages */
+#define ITO__CHUNK_GUARDED 16
+#define ITO__CHUNK_UNGUARDED 256
+#define ITO__OTHER_POOL 64         /* pooled stacks of non-default sizes */
 
 /* One mmap of default-size stacks; it lives as long as the process, in
  * the page below them (map_chunk). */
@@ -61,11 +61,11 @@ struct pool {
     ito__spinlock lock;
     struct ito__stack *items;     /* default size */
     size_t n, cap;
-    struct ito__stack other[ITO_OTHER_POOL];   /* other sizes */
+    struct ito__stack other[ITO__OTHER_POOL];   /* other sizes */
     unsigned nother;
 };
 
-static struct pool pool;
+static struct pool pool = { .lock = ITO__SPINLOCK_INITIALIZER(ITO__LOCK_STACKS) };
 static size_t page_size;
 size_t ito__stack_default_size;
 #define default_size ito__stack_default_size
@@ -119,13 +119,13 @@ static void init_stack(struct ito__stack *s, void *lo, size_t size, uint32_t fla
 {
     s->lo = lo;
     s->size = size;
-    s->flags = flags | ITO_STACK_POOLED;
+    s->flags = flags | ITO__STACK_POOLED;
     s->vg_id = ito__vg_stack_register(lo, (char *)lo + size);
     s->chunk = chunk;
 }
 
 /* Add k default-size stacks to the global pool; used ones beyond
- * ITO_POOL_HOT give their pages back to the kernel. */
+ * ITO__POOL_HOT give their pages back to the kernel. */
 static void pool_add(struct ito__stack *s, unsigned k, bool fresh)
 {
     ito__spin_lock(&pool.lock);
@@ -145,7 +145,7 @@ static void pool_add(struct ito__stack *s, unsigned k, bool fresh)
     for (unsigned i = 0; i < k; i++) {
         struct ito__stack_chunk *c = s[i].chunk;
         pool.items[pool.n++] = s[i];
-        if (++c->nfree == c->n && !fresh && pool.n > ITO_POOL_HOT)
+        if (++c->nfree == c->n && !fresh && pool.n > ITO__POOL_HOT)
             madvise(c->base, c->len, MADV_DONTNEED);   /* the whole chunk is idle */
     }
     ito__spin_unlock(&pool.lock);
@@ -171,8 +171,8 @@ static void unmap(void *p, size_t len)
 /* Map a chunk of default-size stacks; out receives up to `max` of them. */
 static unsigned map_chunk(struct ito__stack *out, unsigned max)
 {
-    bool guarded = take_guard(ITO_CHUNK_GUARDED);
-    unsigned n = guarded ? ITO_CHUNK_GUARDED : ITO_CHUNK_UNGUARDED;
+    bool guarded = take_guard(ITO__CHUNK_GUARDED);
+    unsigned n = guarded ? ITO__CHUNK_GUARDED : ITO__CHUNK_UNGUARDED;
     size_t stride = default_size + (guarded ? page_size : 0);
     /* The chunk's record lives in a page of its own below its stacks (out
      * of reach of the madvise that empties them): no malloc, since this
@@ -181,20 +181,20 @@ static unsigned map_chunk(struct ito__stack *out, unsigned max)
     char *head = map(page_size + n * stride);
     if (!head) {
         if (guarded)
-            atomic_fetch_add(&guarded_left, ITO_CHUNK_GUARDED);
+            atomic_fetch_add(&guarded_left, ITO__CHUNK_GUARDED);
         return 0;
     }
     char *base = head + page_size;
     struct ito__stack_chunk *chunk = (struct ito__stack_chunk *)head;
     *chunk = (struct ito__stack_chunk){ base, n * stride, n, 0 };
-    struct ito__stack extra[ITO_CHUNK_UNGUARDED];
+    struct ito__stack extra[ITO__CHUNK_UNGUARDED];
     unsigned k = 0, nextra = 0;
     for (unsigned i = 0; i < n; i++) {
         char *lo = base + i * stride + (guarded ? page_size : 0);
         if (guarded)
             mprotect(lo - page_size, page_size, PROT_NONE);
         struct ito__stack *s = k < max ? &out[k++] : &extra[nextra++];
-        init_stack(s, lo, default_size, guarded ? ITO_STACK_GUARDED : 0, chunk);
+        init_stack(s, lo, default_size, guarded ? ITO__STACK_GUARDED : 0, chunk);
     }
     if (nextra)
         pool_add(extra, nextra, true);
@@ -214,7 +214,7 @@ static int map_single(size_t size, struct ito__stack *out)
     }
     if (guarded)
         mprotect(base, page_size, PROT_NONE);
-    init_stack(out, base + (guarded ? page_size : 0), size, guarded ? ITO_STACK_GUARDED : 0, NULL);
+    init_stack(out, base + (guarded ? page_size : 0), size, guarded ? ITO__STACK_GUARDED : 0, NULL);
     return 0;
 }
 
@@ -228,8 +228,8 @@ int ito__stack_get_slow(struct ito__vproc *vp, size_t size, struct ito__stack *o
             return 0;
         }
         /* Refill: half a cache from the global pool, else a new chunk. */
-        unsigned want = c ? ITO_STACK_CACHE / 2 : 1, got = 0;
-        struct ito__stack tmp[ITO_STACK_CACHE / 2];
+        unsigned want = c ? ITO__STACK_CACHE / 2 : 1, got = 0;
+        struct ito__stack tmp[ITO__STACK_CACHE / 2];
         ito__spin_lock(&pool.lock);
         while (got < want && pool.n) {
             tmp[got] = pool.items[--pool.n];
@@ -262,22 +262,22 @@ void ito__stack_put_slow(struct ito__vproc *vp, struct ito__stack *s)
 {
     if (s->size == default_size) {
         struct ito__stack_cache *c = vp ? vp->stacks : NULL;
-        if (c && c->n < ITO_STACK_CACHE) {
+        if (c && c->n < ITO__STACK_CACHE) {
             c->s[c->n++] = *s;
             return;
         }
         /* Spill: half the cache (or this one stack) to the global pool. */
-        struct ito__stack tmp[ITO_STACK_CACHE / 2 + 1];
+        struct ito__stack tmp[ITO__STACK_CACHE / 2 + 1];
         unsigned k = 0;
         tmp[k++] = *s;
         if (c)
-            while (k < ITO_STACK_CACHE / 2 + 1)
+            while (k < ITO__STACK_CACHE / 2 + 1)
                 tmp[k++] = c->s[--c->n];
         pool_add(tmp, k, false);
         return;
     }
     ito__spin_lock(&pool.lock);
-    if (pool.nother < ITO_OTHER_POOL) {
+    if (pool.nother < ITO__OTHER_POOL) {
         pool.other[pool.nother++] = *s;
         ito__spin_unlock(&pool.lock);
         return;
@@ -285,7 +285,7 @@ void ito__stack_put_slow(struct ito__vproc *vp, struct ito__stack *s)
     ito__spin_unlock(&pool.lock);
     /* A single mapping: give it back to the kernel. */
     ito__vg_stack_deregister(s->vg_id);
-    bool guarded = s->flags & ITO_STACK_GUARDED;
+    bool guarded = s->flags & ITO__STACK_GUARDED;
     char *base = (char *)s->lo - (guarded ? page_size : 0);
     unmap(base, s->size + (guarded ? page_size : 0));
     if (guarded)
@@ -317,7 +317,7 @@ int ito__stack_map_standalone(size_t size, struct ito__stack *out, void **mappin
     mprotect(base, page_size, PROT_NONE);
     out->lo = base + page_size;
     out->size = size;
-    out->flags = ITO_STACK_GUARDED;
+    out->flags = ITO__STACK_GUARDED;
     out->vg_id = ito__vg_stack_register(out->lo, base + len);
     out->chunk = NULL;
     *mapping = base;

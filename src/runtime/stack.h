@@ -9,8 +9,8 @@
 struct ito__vproc;
 
 enum {
-    ITO_STACK_GUARDED = 1u << 0,   /* a PROT_NONE page sits just below lo */
-    ITO_STACK_POOLED = 1u << 1,    /* belongs to ito's pools (else: not ours, e.g. main's) */
+    ITO__STACK_GUARDED = 1u << 0,   /* a PROT_NONE page sits just below lo */
+    ITO__STACK_POOLED = 1u << 1,    /* belongs to ito's pools (else: not ours, e.g. main's) */
 };
 
 struct ito__stack {
@@ -31,10 +31,10 @@ static inline size_t ito__stack_reserve(size_t requested) { return 2 * requested
 
 int ito__stacks_init(size_t default_requested);
 /* A vproc's LIFO cache of default-size stacks (owner only). */
-#define ITO_STACK_CACHE 64
+#define ITO__STACK_CACHE 64
 struct ito__stack_cache {
     unsigned n;
-    struct ito__stack s[ITO_STACK_CACHE];
+    struct ito__stack s[ITO__STACK_CACHE];
 };
 extern size_t ito__stack_default_size;   /* mapped size of default stacks */
 
@@ -56,7 +56,7 @@ static inline int ito__stack_get(struct ito__vproc *vp, struct ito__stack_cache 
 /* Give a stack back to the cache or the pools. */
 static inline void ito__stack_put(struct ito__vproc *vp, struct ito__stack_cache *c, struct ito__stack *s)
 {
-    if (c && c->n < ITO_STACK_CACHE && s->size == ito__stack_default_size) {
+    if (c && c->n < ITO__STACK_CACHE && s->size == ito__stack_default_size) {
         c->s[c->n++] = *s;
         return;
     }
@@ -73,14 +73,14 @@ void ito__stack_overflowed(size_t requested, uint32_t thread_index, const char *
  * bottom of a stack without guard page counts as overflowed: it has used more
  * than twice its request minus the margin, so more than it asked for
  * (ITO_STACK_MIN is this size). */
-#define ITO_STACK_MARGIN (16u * 1024)
+#define ITO__STACK_MARGIN (16u * 1024)
 struct ito__stack_cache *ito__stack_cache_create(void);
 /* Round a requested size to whole pages. */
 size_t ito__stack_round(size_t size);
 /* Below a stack without a guard page of ours (main's kernel stack, whose
  * growth the kernel stops at RLIMIT_STACK; a pooled stack past the guard-page
  * budget), a fault this close counts as an overflow. */
-#define ITO_STACK_FAULT_REACH (64u * 1024)
+#define ITO__STACK_FAULT_REACH (64u * 1024)
 
 /* True if a fault at addr means that stack s overflowed: the guard page of a
  * guarded stack, or just below a stack without one. */
@@ -89,9 +89,9 @@ static inline int ito__stack_overflow_fault(const struct ito__stack *s, uintptr_
     uintptr_t lo = (uintptr_t)s->lo;
     if (!lo)
         return 0;
-    if (s->flags & ITO_STACK_GUARDED)
+    if (s->flags & ITO__STACK_GUARDED)
         return addr < lo && addr >= lo - page;
-    return addr < lo + page && addr >= lo - ITO_STACK_FAULT_REACH;
+    return addr < lo + page && addr >= lo - ITO__STACK_FAULT_REACH;
 }
 
 /* The default stack size: ito__rt's once initialized, else ITO_STACK_SIZE

@@ -41,7 +41,7 @@ void ito__thread_bad_transition(struct ito__thread *t, int from, int to, int act
 {
     static const char *const names[] = { "NEW", "READY", "RUNNING", "BLOCKED", "SUSPENDED", "EXITED", "FREE" };
     ito__panic("internal error: thread %u: illegal state change %s -> %s (state is %s); please report it",
-               t->index, names[from], names[to], actual >= 0 && actual < ITO_TS_COUNT ? names[actual] : "?");
+               t->index, names[from], names[to], actual >= 0 && actual < ITO__TS_COUNT ? names[actual] : "?");
 }
 
 /* ------------------------------------------------------------ attributes */
@@ -195,12 +195,12 @@ int ito__spawn(uint64_t *id_out, const ito_attr_t *attr, void *(*fn)(void *), vo
         pref = attr->vproc_;
         if (pref >= ito__rt.nvprocs)
             return EINVAL;
-        if ((attr->flags_ & ATTR_DETACHED) && !(ctl_flags & ITO_CTL_FUTURE))
-            ctl_flags |= ITO_CTL_DETACHED;
+        if ((attr->flags_ & ATTR_DETACHED) && !(ctl_flags & ITO__CTL_FUTURE))
+            ctl_flags |= ITO__CTL_DETACHED;
         name = attr->name_;
         group = attr->group_;
     }
-    if (!id_out && !(ctl_flags & ITO_CTL_DETACHED))
+    if (!id_out && !(ctl_flags & ITO__CTL_DETACHED))
         return EINVAL;
     struct ito__group *grp = NULL;
     if (group && !(grp = ito__group_enrol(group)))
@@ -233,7 +233,7 @@ int ito__spawn(uint64_t *id_out, const ito_attr_t *attr, void *(*fn)(void *), vo
         ITO_STAT_INC(vp, spawns);
     else
         atomic_fetch_add_explicit(&ito__rt.foreign_spawns, 1, memory_order_relaxed);
-    ito__thread_set_state(t, ITO_TS_FREE, ITO_TS_NEW);
+    ito__thread_set_state(t, ITO__TS_FREE, ITO__TS_NEW);
     /* Release: handle lookups (acquire) see an initialized descriptor. */
     atomic_store_explicit(&t->ctl, ctl, memory_order_release);
     ito__ready(t, ITO_READY_SPAWN);
@@ -249,7 +249,7 @@ void ito__thread_wait_exit(struct ito__thread *t)
 {
     struct ito__waiter local;
     ito__spin_lock(&t->lk);
-    if (atomic_load_explicit(&t->ctl, memory_order_acquire) & ITO_CTL_EXITED) {
+    if (atomic_load_explicit(&t->ctl, memory_order_acquire) & ITO__CTL_EXITED) {
         ito__spin_unlock(&t->lk);
         return;
     }
@@ -270,14 +270,14 @@ void ito__thread_exit(struct ito__thread *t, void *result)
     ito__critical_enter();   /* never left: the thread ends in its last switch */
     ito__group_exit(t);
     struct ito__vproc *vp = ito__vproc_self();
-    if (ITO_UNLIKELY(t->flags & ITO_TF_MAIN))
+    if (ITO_UNLIKELY(t->flags & ITO__TF_MAIN))
         atomic_store_explicit(&ito__rt.main_exited, true, memory_order_release);
     else
         ITO_STAT_INC(vp, exits);
     /* The stack and the TSan fiber outlive the thread until the next context
      * runs on this vproc (after_resume in sched.c). Main's kernel stack and
      * fiber are not ours to free. */
-    if (t->stack.flags & ITO_STACK_POOLED) {
+    if (t->stack.flags & ITO__STACK_POOLED) {
         vp->handover.dead_stack = t->stack;
         vp->handover.dead_tsan_fiber = t->tsan_fiber;
         t->tsan_fiber = NULL;
@@ -285,7 +285,7 @@ void ito__thread_exit(struct ito__thread *t, void *result)
     t->stack.lo = NULL;
     t->stack.flags = 0;
     t->started = false;
-    ito__thread_set_state(t, ITO_TS_RUNNING, ITO_TS_EXITED);
+    ito__thread_set_state(t, ITO__TS_RUNNING, ITO__TS_EXITED);
 
     /* Publish EXITED. Release: the result is visible to whoever sees it.
      * - An ito joiner (JOINER_ITO) is blocked and only we can wake it, so it
@@ -299,24 +299,24 @@ void ito__thread_exit(struct ito__thread *t, void *result)
     struct ito__waiter *waiters = NULL;
     uint64_t ctl = atomic_load_explicit(&t->ctl, memory_order_acquire);
     for (;;) {
-        if (ctl & ITO_CTL_JOINER_ITO) {
-            atomic_store_explicit(&t->ctl, ctl | ITO_CTL_EXITED, memory_order_release);
+        if (ctl & ITO__CTL_JOINER_ITO) {
+            atomic_store_explicit(&t->ctl, ctl | ITO__CTL_EXITED, memory_order_release);
             break;
         }
-        if (ctl & (ITO_CTL_JOINED | ITO_CTL_FUTURE)) {
+        if (ctl & (ITO__CTL_JOINED | ITO__CTL_FUTURE)) {
             ito__spin_lock(&t->lk);
-            ctl = atomic_fetch_or_explicit(&t->ctl, ITO_CTL_EXITED, memory_order_acq_rel);
+            ctl = atomic_fetch_or_explicit(&t->ctl, ITO__CTL_EXITED, memory_order_acq_rel);
             waiters = ito__waitq_claim_all(&t->exit_waiters);
             ito__spin_unlock(&t->lk);
             break;
         }
-        if (atomic_compare_exchange_weak_explicit(&t->ctl, &ctl, ctl | ITO_CTL_EXITED, memory_order_acq_rel,
+        if (atomic_compare_exchange_weak_explicit(&t->ctl, &ctl, ctl | ITO__CTL_EXITED, memory_order_acq_rel,
                                                   memory_order_acquire))
             break;
     }
 
     struct ito__thread *next = NULL;
-    if (ctl & ITO_CTL_JOINER_ITO) {
+    if (ctl & ITO__CTL_JOINER_ITO) {
         /* An ito thread joins us: it is BLOCKED and only we can wake it. It
          * stores itself in `joiner` right after its claim (acquire pairs with
          * that release store, inside the same critical section as the
@@ -325,7 +325,7 @@ void ito__thread_exit(struct ito__thread *t, void *result)
         struct ito__thread *j;
         for (unsigned spins = 0; !(j = atomic_load_explicit(&t->joiner, memory_order_acquire));)
             ito__backoff(&spins);
-        ito__thread_set_state(j, ITO_TS_BLOCKED, ITO_TS_READY);
+        ito__thread_set_state(j, ITO__TS_BLOCKED, ITO__TS_READY);
         /* A group member goes through its policy, which decides where its
          * group runs. */
         if ((j->pref_vproc < 0 || j->pref_vproc == vp->index) && !__atomic_load_n(&j->group, __ATOMIC_RELAXED)) {
@@ -339,7 +339,7 @@ void ito__thread_exit(struct ito__thread *t, void *result)
     /* Since the publication t may have been freed (except by an ito joiner,
      * which waits for the wake above): only the detached case still names
      * it, and then nobody else does. */
-    if ((ctl & ITO_CTL_DETACHED) || ((ctl & ITO_CTL_RELEASED) && ito__ctl_pins(ctl) == 0))
+    if ((ctl & ITO__CTL_DETACHED) || ((ctl & ITO__CTL_RELEASED) && ito__ctl_pins(ctl) == 0))
         vp->handover.dead = t;
     ito__switch_out_dead(vp, next);
 }
@@ -360,7 +360,7 @@ int ito__ctl_change(struct ito__thread *t, uint64_t id, uint64_t *ctl, uint64_t 
 {
     uint64_t c = *ctl;
     for (;;) {
-        if (ito__ctl_gen(c) != (uint32_t)(id >> 32) || (c & ITO_CTL_FREE))
+        if (ito__ctl_gen(c) != (uint32_t)(id >> 32) || (c & ITO__CTL_FREE))
             return ESRCH;
         if ((c & need) != need || (c & refuse))
             return err;
@@ -383,27 +383,27 @@ int ito__join(ito_thread_t th, void **result)
     struct ito__thread *self = ito__thread_self();
     if (t == self)
         return EDEADLK;
-    uint32_t claim = self ? ITO_CTL_JOINED | ITO_CTL_JOINER_ITO : ITO_CTL_JOINED;
+    uint32_t claim = self ? ITO__CTL_JOINED | ITO__CTL_JOINER_ITO : ITO__CTL_JOINED;
     /* From the claim until `joiner` is stored, t may be exiting and waiting
      * for it (thread_exit): no time slice may end in between, or on one
      * vproc t would wait for ever. */
     ito__critical_enter();
-    int e = ito__ctl_change(t, th.id, &ctl, 0, ITO_CTL_DETACHED | ITO_CTL_JOINED | ITO_CTL_FUTURE, EINVAL, claim, 0);
+    int e = ito__ctl_change(t, th.id, &ctl, 0, ITO__CTL_DETACHED | ITO__CTL_JOINED | ITO__CTL_FUTURE, EINVAL, claim, 0);
     if (e) {
         ito__critical_exit();
         return e;
     }
     /* Claimed: nobody else frees t now. */
-    if (!(ctl & ITO_CTL_EXITED)) {
+    if (!(ctl & ITO__CTL_EXITED)) {
         if (!self) {
             ito__thread_wait_exit(t);
         } else {
             /* Block, and tell t who to wake; t cannot exit without waking us
              * (it waits for `joiner` once it sees JOINER_ITO). */
-            ito__thread_set_state(self, ITO_TS_RUNNING, ITO_TS_BLOCKED);
+            ito__thread_set_state(self, ITO__TS_RUNNING, ITO__TS_BLOCKED);
             atomic_store_explicit(&t->joiner, self, memory_order_release);
             ito_policy_vproc_t *pv = &ito__vproc_self()->pv;
-            if (ito__thread_state(t) == ITO_TS_NEW && ito__rt.policy->take &&
+            if (ito__thread_state(t) == ITO__TS_NEW && ito__rt.policy->take &&
                 ito__rt.policy->take(pv, &t->node) && ito__claim(t)) {
                 /* Not started yet: run it right now — on our own stack if it
                  * fits there (inline.c), else on its own. */
@@ -429,11 +429,11 @@ int ito__detach(ito_thread_t th)
     struct ito__thread *t = ito__handle_lookup(th.id, &ctl);
     if (!t)
         return ESRCH;
-    int e = ito__ctl_change(t, th.id, &ctl, 0, ITO_CTL_DETACHED | ITO_CTL_JOINED | ITO_CTL_FUTURE, EINVAL,
-                        ITO_CTL_DETACHED, 0);
+    int e = ito__ctl_change(t, th.id, &ctl, 0, ITO__CTL_DETACHED | ITO__CTL_JOINED | ITO__CTL_FUTURE, EINVAL,
+                        ITO__CTL_DETACHED, 0);
     if (e)
         return e;
-    if (ctl & ITO_CTL_EXITED)   /* already exited: we are the last to know it */
+    if (ctl & ITO__CTL_EXITED)   /* already exited: we are the last to know it */
         ito__thread_free_here(t);
     return 0;
 }
@@ -448,7 +448,7 @@ void ito__yield(void)
         return;
     }
     ito__critical_enter();
-    ito__thread_set_state(self, ITO_TS_RUNNING, ITO_TS_READY);
+    ito__thread_set_state(self, ITO__TS_RUNNING, ITO__TS_READY);
     ito__rt.policy->enqueue(&ito__vproc_self()->pv, &self->node, ITO_READY_YIELD);
     ito__switch_out_yield(self);
     ito__critical_exit();
@@ -478,9 +478,9 @@ static void wait_stopped(struct ito__thread *t, uint64_t id)
 {
     for (unsigned i = 0;; i++) {
         uint64_t ctl = atomic_load_explicit(&t->ctl, memory_order_acquire);
-        if (ito__ctl_gen(ctl) != (uint32_t)(id >> 32) || (ctl & ITO_CTL_FREE))
+        if (ito__ctl_gen(ctl) != (uint32_t)(id >> 32) || (ctl & ITO__CTL_FREE))
             return;
-        if (ito__thread_state(t) != ITO_TS_RUNNING)
+        if (ito__thread_state(t) != ITO__TS_RUNNING)
             return;
         if (i < 64)
             ito__yield();
@@ -500,14 +500,14 @@ ITO_API int ito_suspend(ito_thread_t th)
     if (!t)
         return ESRCH;
     int s = ito__thread_state(t);
-    if (s == ITO_TS_EXITED) {
+    if (s == ITO__TS_EXITED) {
         ito__spin_unlock(&t->lk);
         return ESRCH;
     }
     atomic_store_explicit(&t->susp_req, 1, memory_order_relaxed);
     if (t == ito__thread_self()) {
         ito__critical_enter();   /* from SUSPENDED to the switch (runtime/critical.h) */
-        ito__thread_set_state(t, ITO_TS_RUNNING, ITO_TS_SUSPENDED);
+        ito__thread_set_state(t, ITO__TS_RUNNING, ITO__TS_SUSPENDED);
         ito__spin_unlock(&t->lk);
         ito__switch_out(t);
         ito__critical_exit();
@@ -517,7 +517,7 @@ ITO_API int ito_suspend(ito_thread_t th)
     /* The Dekker pair with ito__claim (sched.h): request stored, then state
      * loaded. A thread seen not RUNNING will divert before it runs again. */
     ito__fence_heavy();
-    if (ito__thread_state(t) == ITO_TS_RUNNING)
+    if (ito__thread_state(t) == ITO__TS_RUNNING)
         wait_stopped(t, th.id);
     return 0;
 }
@@ -527,15 +527,15 @@ ITO_API int ito_resume(ito_thread_t th)
     struct ito__thread *t = ito__thread_lock_handle(th);
     if (!t)
         return ESRCH;
-    if (ito__thread_state(t) == ITO_TS_EXITED) {
+    if (ito__thread_state(t) == ITO__TS_EXITED) {
         ito__spin_unlock(&t->lk);
         return ESRCH;
     }
     /* Release: pairs with the acquire loads in ito__claim, which may run t
      * without taking t->lk — it must see what ito_set_entry wrote. */
     atomic_store_explicit(&t->susp_req, 0, memory_order_release);
-    if (ito__thread_state(t) == ITO_TS_SUSPENDED) {
-        ito__thread_set_state(t, ITO_TS_SUSPENDED, t->started ? ITO_TS_READY : ITO_TS_NEW);
+    if (ito__thread_state(t) == ITO__TS_SUSPENDED) {
+        ito__thread_set_state(t, ITO__TS_SUSPENDED, t->started ? ITO__TS_READY : ITO__TS_NEW);
         ito__spin_unlock(&t->lk);
         ito__ready(t, ITO_READY_RESUME);
         return 0;
@@ -553,15 +553,15 @@ static int set_entry_locked(struct ito__thread *t, void *(*fn)(void *), void *ar
 {
     int st = ito__thread_state(t);
     bool asked = atomic_load_explicit(&t->susp_req, memory_order_relaxed);
-    if (st == ITO_TS_EXITED)
+    if (st == ITO__TS_EXITED)
         return ESRCH;
     if (t == ito__thread_self())
         return EINVAL;
     /* Stopped means SUSPENDED, or still queued with the request (it will be
      * diverted when picked: ito__claim). Running or waiting: not yet. */
-    if (st != ITO_TS_SUSPENDED && !(asked && (st == ITO_TS_READY || st == ITO_TS_NEW)))
+    if (st != ITO__TS_SUSPENDED && !(asked && (st == ITO__TS_READY || st == ITO__TS_NEW)))
         return asked ? EBUSY : EINVAL;
-    if (st != ITO_TS_SUSPENDED && !fenced)
+    if (st != ITO__TS_SUSPENDED && !fenced)
         return EAGAIN;   /* the caller fences and asks again */
     if (t->started) {
         /* Its switch out may not have saved its context yet (it suspended
@@ -576,7 +576,7 @@ static int set_entry_locked(struct ito__thread *t, void *(*fn)(void *), void *ar
         t->asan_fake_stack = NULL;
         if (t->inl)
             ito__inline_detach(t);   /* it ran on its joiner's stack: move it off */
-        else if (!(t->stack.flags & ITO_STACK_POOLED))
+        else if (!(t->stack.flags & ITO__STACK_POOLED))
             t->stack.lo = NULL;   /* main's kernel stack: start anew on a pooled one */
     }
     t->fn = fn;

@@ -42,34 +42,34 @@
 #include "runtime/wait.h"
 
 enum ito__tstate {
-    ITO_TS_NEW = 0,
-    ITO_TS_READY,
-    ITO_TS_RUNNING,
-    ITO_TS_BLOCKED,
-    ITO_TS_SUSPENDED,
-    ITO_TS_EXITED,
-    ITO_TS_FREE,       /* descriptor not in use */
-    ITO_TS_COUNT
+    ITO__TS_NEW = 0,
+    ITO__TS_READY,
+    ITO__TS_RUNNING,
+    ITO__TS_BLOCKED,
+    ITO__TS_SUSPENDED,
+    ITO__TS_EXITED,
+    ITO__TS_FREE,       /* descriptor not in use */
+    ITO__TS_COUNT
 };
 
 /* ctl flags */
 enum {
-    ITO_CTL_DETACHED = 1u << 0,   /* frees itself at exit */
-    ITO_CTL_JOINED = 1u << 1,     /* a joiner claimed it */
-    ITO_CTL_EXITED = 1u << 2,     /* result is available */
-    ITO_CTL_FUTURE = 1u << 3,     /* a future: many touchers, released by destroy */
-    ITO_CTL_RELEASED = 1u << 4,   /* future destroyed: free at exit */
-    ITO_CTL_FREE = 1u << 5,       /* descriptor free */
-    ITO_CTL_JOINER_ITO = 1u << 6, /* the joiner is an ito thread: it will be in `joiner` */
-    ITO_CTL_PIN_SHIFT = 8,        /* bits 8..31: touchers of a future that hold it */
+    ITO__CTL_DETACHED = 1u << 0,   /* frees itself at exit */
+    ITO__CTL_JOINED = 1u << 1,     /* a joiner claimed it */
+    ITO__CTL_EXITED = 1u << 2,     /* result is available */
+    ITO__CTL_FUTURE = 1u << 3,     /* a future: many touchers, released by destroy */
+    ITO__CTL_RELEASED = 1u << 4,   /* future destroyed: free at exit */
+    ITO__CTL_FREE = 1u << 5,       /* descriptor free */
+    ITO__CTL_JOINER_ITO = 1u << 6, /* the joiner is an ito thread: it will be in `joiner` */
+    ITO__CTL_PIN_SHIFT = 8,        /* bits 8..31: touchers of a future that hold it */
 };
-#define ITO_CTL_PIN ((uint64_t)1 << ITO_CTL_PIN_SHIFT)
-static inline uint32_t ito__ctl_pins(uint64_t ctl) { return (uint32_t)ctl >> ITO_CTL_PIN_SHIFT; }
+#define ITO__CTL_PIN ((uint64_t)1 << ITO__CTL_PIN_SHIFT)
+static inline uint32_t ito__ctl_pins(uint64_t ctl) { return (uint32_t)ctl >> ITO__CTL_PIN_SHIFT; }
 
 /* thread flags (immutable while the thread lives) */
 enum {
-    ITO_TF_MAIN = 1u << 0,        /* the adopted initial kernel thread's context */
-    ITO_TF_UNBLOCKED = 1u << 1,   /* back from a handed-off kernel call: report it (event.c) */
+    ITO__TF_MAIN = 1u << 0,        /* the adopted initial kernel thread's context */
+    ITO__TF_UNBLOCKED = 1u << 1,   /* back from a handed-off kernel call: report it (event.c) */
 };
 
 struct ito__vproc;
@@ -83,7 +83,7 @@ struct ito__thread {
     int saved_errno;                  /* errno while switched out */
     ito_policy_node_t node;           /* owned by the policy while queued */
     uint8_t ready_reason;             /* carried through inboxes and the global queue */
-    uint8_t flags;                    /* ITO_TF_* */
+    uint8_t flags;                    /* ITO__TF_* */
     bool started;                     /* has a context (ran at least once since its entry was set) */
     int16_t pref_vproc;               /* preferred vproc or -1 */
     int prio;
@@ -91,7 +91,7 @@ struct ito__thread {
     _Atomic int susp_req;             /* ito_suspend asked it to stop */
 
     /* --- lifetime --- */
-    _Atomic uint64_t ctl;             /* gen << 32 | ITO_CTL_* */
+    _Atomic uint64_t ctl;             /* gen << 32 | ITO__CTL_* */
     uint32_t index;                   /* slot in the handle table (fixed) */
     uint32_t pad_;
     void *(*fn)(void *);
@@ -139,15 +139,15 @@ void ito__thread_bad_transition(struct ito__thread *t, int from, int to, int act
 ITO_INLINE void ito__thread_set_state(struct ito__thread *t, int from, int to)
 {
     /* legal[from] is the set of states reachable from `from`. */
-    static const uint8_t legal[ITO_TS_COUNT] = {
-        [ITO_TS_NEW] = 1u << ITO_TS_RUNNING | 1u << ITO_TS_SUSPENDED,
-        [ITO_TS_READY] = 1u << ITO_TS_RUNNING | 1u << ITO_TS_SUSPENDED,
-        [ITO_TS_RUNNING] = 1u << ITO_TS_BLOCKED | 1u << ITO_TS_READY | 1u << ITO_TS_SUSPENDED |
-                           1u << ITO_TS_EXITED,
-        [ITO_TS_BLOCKED] = 1u << ITO_TS_READY | 1u << ITO_TS_RUNNING,
-        [ITO_TS_SUSPENDED] = 1u << ITO_TS_READY | 1u << ITO_TS_NEW,
-        [ITO_TS_EXITED] = 1u << ITO_TS_FREE,
-        [ITO_TS_FREE] = 1u << ITO_TS_NEW,
+    static const uint8_t legal[ITO__TS_COUNT] = {
+        [ITO__TS_NEW] = 1u << ITO__TS_RUNNING | 1u << ITO__TS_SUSPENDED,
+        [ITO__TS_READY] = 1u << ITO__TS_RUNNING | 1u << ITO__TS_SUSPENDED,
+        [ITO__TS_RUNNING] = 1u << ITO__TS_BLOCKED | 1u << ITO__TS_READY | 1u << ITO__TS_SUSPENDED |
+                           1u << ITO__TS_EXITED,
+        [ITO__TS_BLOCKED] = 1u << ITO__TS_READY | 1u << ITO__TS_RUNNING,
+        [ITO__TS_SUSPENDED] = 1u << ITO__TS_READY | 1u << ITO__TS_NEW,
+        [ITO__TS_EXITED] = 1u << ITO__TS_FREE,
+        [ITO__TS_FREE] = 1u << ITO__TS_NEW,
     };
     int actual = atomic_load_explicit(&t->state, memory_order_relaxed);
     if (ITO_UNLIKELY(actual != from || !(legal[from] & (1u << to))))
@@ -166,9 +166,9 @@ static inline int ito__thread_state(const struct ito__thread *t)
 _Noreturn void ito__thread_exit(struct ito__thread *t, void *result);
 void ito__thread_entry(ito__transfer_t tr);
 /* The handle table (handle.c): chunks of descriptors, never freed. */
-#define ITO_HANDLE_CHUNK_SHIFT 10
-#define ITO_HANDLE_MAX_CHUNKS (1u << 16)          /* 64 Mi descriptors */
-extern struct ito__thread *_Atomic ito__handle_chunks[ITO_HANDLE_MAX_CHUNKS];
+#define ITO__HANDLE_CHUNK_SHIFT 10
+#define ITO__HANDLE_MAX_CHUNKS (1u << 16)          /* 64 Mi descriptors */
+extern struct ito__thread *_Atomic ito__handle_chunks[ITO__HANDLE_MAX_CHUNKS];
 extern _Atomic uint32_t ito__handle_nchunks;
 
 /* Look up a live descriptor by handle; NULL if stale/forged. *ctl receives the
@@ -176,14 +176,14 @@ extern _Atomic uint32_t ito__handle_nchunks;
 static inline struct ito__thread *ito__handle_lookup(uint64_t id, uint64_t *ctl_out)
 {
     uint32_t gen = (uint32_t)(id >> 32), idx = (uint32_t)id;
-    uint32_t c = idx >> ITO_HANDLE_CHUNK_SHIFT;
+    uint32_t c = idx >> ITO__HANDLE_CHUNK_SHIFT;
     /* Acquire pairs with the release in handle.c's grow(). */
     if (ITO_UNLIKELY(gen == 0 || c >= atomic_load_explicit(&ito__handle_nchunks, memory_order_acquire)))
         return NULL;
     struct ito__thread *t = &atomic_load_explicit(&ito__handle_chunks[c], memory_order_acquire)
-                                 [idx & ((1u << ITO_HANDLE_CHUNK_SHIFT) - 1)];
+                                 [idx & ((1u << ITO__HANDLE_CHUNK_SHIFT) - 1)];
     uint64_t ctl = atomic_load_explicit(&t->ctl, memory_order_acquire);
-    if (ITO_UNLIKELY(ito__ctl_gen(ctl) != gen || (ctl & ITO_CTL_FREE)))
+    if (ITO_UNLIKELY(ito__ctl_gen(ctl) != gen || (ctl & ITO__CTL_FREE)))
         return NULL;
     *ctl_out = ctl;
     return t;
@@ -207,7 +207,7 @@ bool ito__thread_lock_live(struct ito__thread *t, uint64_t id);
 /* Look up th (initializing ito if needed) and lock it; the caller unlocks
  * t->lk. NULL: ESRCH. */
 struct ito__thread *ito__thread_lock_handle(ito_thread_t th);
-/* Create a thread (ito_spawn, ito_future_spawn); ctl_flags: ITO_CTL_FUTURE. */
+/* Create a thread (ito_spawn, ito_future_spawn); ctl_flags: ITO__CTL_FUTURE. */
 int ito__spawn(uint64_t *id_out, const ito_attr_t *attr, void *(*fn)(void *), void *arg, uint32_t ctl_flags);
 /* The work of ito_spawn, ito_exit, ito_join, ito_detach, ito_yield, ito_self
  * and ito_sleep_ns, without the init gate: api/thread.c passes it first. */

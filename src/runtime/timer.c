@@ -70,7 +70,7 @@ static void purge(struct ito__timer_heap *th)
     for (uint32_t i = 0; i < th->len; i++) {
         struct ito__timer *e = &th->heap[i];
         uint64_t st = atomic_load_explicit(&e->thread->wait.state, memory_order_relaxed);
-        if (st == (e->seq << 2 | ITO_WAIT_WAITING))
+        if (st == (e->seq << 2 | ITO__WAIT_WAITING))
             th->heap[k++] = *e;
     }
     th->len = k;

@@ -140,6 +140,7 @@ int ito__vprocs_create(int n, bool pin)
         if (!vp->stacks || !vp->seen_ticks || !vp->seen_since)
             return ENOMEM;
         atomic_init(&vp->timers.next, UINT64_MAX);
+        ito__spin_init(&vp->timers.lock, ITO__LOCK_TIMERS);
         ito__rt.vprocs[i] = vp;
         ito__rt.pviews[i] = &vp->pv;
     }

@@ -132,10 +132,10 @@ struct ito__vproc {
     /* --- written by others --- */
     _Atomic uint64_t ticks ITO_ALIGNED_CACHELINE;  /* owner: +1 per pick; others read */
     _Atomic(struct ito__thread *) inbox ITO_ALIGNED_CACHELINE; /* MPSC stack of ready threads */
-    _Atomic uint32_t run_state ITO_ALIGNED_CACHELINE;   /* ITO_VP_*; the futex word of a sleeper */
+    _Atomic uint32_t run_state ITO_ALIGNED_CACHELINE;   /* ITO__VP_*; the futex word of a sleeper */
     _Atomic uint64_t sleep_deadline;        /* when a sleeping vproc wakes by itself (0: never) */
     struct ito__timer_heap timers ITO_ALIGNED_CACHELINE;
-    /* The carrier: its activation's address | ITO_KS_*. The carrier stores
+    /* The carrier: its activation's address | ITO__KS_*. The carrier stores
      * KERNEL around a bracketed call and CASes it back to RUN
      * (runtime/carrier.c); the monitor CASes KERNEL to (spare | RUN) to hand
      * the vproc on, or RUN to STEAL and then to (spare | RUN) to take it
@@ -169,7 +169,7 @@ static inline pid_t ito__activation_tid(const struct ito__activation *a)
  * allocator revoked it: cpushare/revoke.c). Written by the owner, except
  * SLEEPING -> IDLE by whoever wakes it and REVOKED -> IDLE by the allocator's
  * agent that grants the processor back. */
-enum { ITO_VP_IDLE = 0, ITO_VP_SLEEPING = 1, ITO_VP_BUSY = 2, ITO_VP_REVOKED = 3 };
+enum { ITO__VP_IDLE = 0, ITO__VP_SLEEPING = 1, ITO__VP_BUSY = 2, ITO__VP_REVOKED = 3 };
 
 /* The activation running the caller, NULL for a foreign kernel thread.
  * An ito thread may be preempted and resume on another activation at any

@@ -16,7 +16,7 @@ struct ito__waiter *ito__waiter_init(struct ito__waiter *local)
     struct ito__waiter *w = self ? &self->wait : local;
     if (!self) {
         w->thread = NULL;
-        atomic_store_explicit(&w->state, ITO_WAIT_WAITING, memory_order_relaxed);
+        atomic_store_explicit(&w->state, ITO__WAIT_WAITING, memory_order_relaxed);
         atomic_store_explicit(&w->futex, 0, memory_order_relaxed);
     }
     w->next = w->prev = NULL;
@@ -44,8 +44,8 @@ void ito__wait_begin(struct ito__waiter *w, uint64_t deadline, ito__spinlock *lo
     ito__critical_enter();
     /* A new wait number: timer entries of earlier waits cannot end this one. */
     uint64_t seq = (atomic_load_explicit(&w->state, memory_order_relaxed) >> 2) + 1;
-    atomic_store_explicit(&w->state, seq << 2 | ITO_WAIT_WAITING, memory_order_relaxed);
-    ito__thread_set_state(t, ITO_TS_RUNNING, ITO_TS_BLOCKED);
+    atomic_store_explicit(&w->state, seq << 2 | ITO__WAIT_WAITING, memory_order_relaxed);
+    ito__thread_set_state(t, ITO__TS_RUNNING, ITO__TS_BLOCKED);
     if (deadline && ito__timer_arm(t->vp, deadline, t, seq) != 0)
         ito__panic("out of memory while arming a timer for a timed wait");
 }
@@ -71,7 +71,7 @@ int ito__wait_end(struct ito__waiter *w, ito__spinlock *lock, struct ito__waitq 
          * acquired (ito__thread_set_state, ito__claim). */
         uint64_t st = atomic_load_explicit(&w->state, memory_order_relaxed);
         /* A timeout was unlinked by the timer (ito__wait_timeout). */
-        return (st & ITO_WAIT_MASK) == ITO_WAIT_TIMEDOUT ? ETIMEDOUT : 0;
+        return (st & ITO__WAIT_MASK) == ITO__WAIT_TIMEDOUT ? ETIMEDOUT : 0;
     }
     /* A foreign kernel thread: sleep in the kernel. */
     for (;;) {
@@ -79,8 +79,8 @@ int ito__wait_end(struct ito__waiter *w, ito__spinlock *lock, struct ito__waitq 
             return 0;
         int r = ito__futex_wait(&w->futex, 0, w->deadline);
         if (r == ETIMEDOUT) {
-            uint64_t exp = ITO_WAIT_WAITING;
-            if (atomic_compare_exchange_strong_explicit(&w->state, &exp, ITO_WAIT_TIMEDOUT,
+            uint64_t exp = ITO__WAIT_WAITING;
+            if (atomic_compare_exchange_strong_explicit(&w->state, &exp, ITO__WAIT_TIMEDOUT,
                                                         memory_order_acq_rel, memory_order_acquire))
                 return timed_out(w, lock, q);
             /* Claimed by a waker at the same moment: it is about to finish. */
@@ -96,14 +96,14 @@ bool ito__wake_claim(struct ito__waiter *w)
     uint64_t st = atomic_load_explicit(&w->state, memory_order_relaxed);
     if (!w->timed) {
         /* Only the waker that unlinked w can end this wait. */
-        atomic_store_explicit(&w->state, (st & ~(uint64_t)ITO_WAIT_MASK) | ITO_WAIT_WOKEN,
+        atomic_store_explicit(&w->state, (st & ~(uint64_t)ITO__WAIT_MASK) | ITO__WAIT_WOKEN,
                               memory_order_relaxed);
         return true;
     }
     /* Race with the timer (or a foreign waiter's own timeout). */
-    return (st & ITO_WAIT_MASK) == ITO_WAIT_WAITING &&
+    return (st & ITO__WAIT_MASK) == ITO__WAIT_WAITING &&
            atomic_compare_exchange_strong_explicit(&w->state, &st,
-                                                   (st & ~(uint64_t)ITO_WAIT_MASK) | ITO_WAIT_WOKEN,
+                                                   (st & ~(uint64_t)ITO__WAIT_MASK) | ITO__WAIT_WOKEN,
                                                    memory_order_acq_rel, memory_order_relaxed);
 }
 
@@ -111,7 +111,7 @@ void ito__wake_finish(struct ito__waiter *w)
 {
     struct ito__thread *t = w->thread;
     if (t) {
-        ito__thread_set_state(t, ITO_TS_BLOCKED, ITO_TS_READY);
+        ito__thread_set_state(t, ITO__TS_BLOCKED, ITO__TS_READY);
         ito__ready(t, ITO_READY_WAKE);
         return;
     }
@@ -146,8 +146,8 @@ void ito__wake_finish_all(struct ito__waiter *list)
 
 void ito__wait_timeout(struct ito__thread *t, uint64_t seq)
 {
-    uint64_t exp = seq << 2 | ITO_WAIT_WAITING;
-    if (atomic_compare_exchange_strong_explicit(&t->wait.state, &exp, seq << 2 | ITO_WAIT_TIMEDOUT,
+    uint64_t exp = seq << 2 | ITO__WAIT_WAITING;
+    if (atomic_compare_exchange_strong_explicit(&t->wait.state, &exp, seq << 2 | ITO__WAIT_TIMEDOUT,
                                                 memory_order_acq_rel, memory_order_relaxed)) {
         /* The wait is ours to end: unlink it now (no lock is held here, and
          * the object's lock comes first in the lock order anyway). A waker
@@ -159,7 +159,7 @@ void ito__wait_timeout(struct ito__thread *t, uint64_t seq)
                 ito__waitq_remove(w->queue, w);
             ito__spin_unlock(w->lock);
         }
-        ito__thread_set_state(t, ITO_TS_BLOCKED, ITO_TS_READY);
+        ito__thread_set_state(t, ITO__TS_BLOCKED, ITO__TS_READY);
         ito__ready(t, ITO_READY_WAKE);
     }
 }

@@ -45,16 +45,16 @@
 struct ito__thread;
 
 enum {
-    ITO_WAIT_WAITING = 0,
-    ITO_WAIT_WOKEN = 1,
-    ITO_WAIT_TIMEDOUT = 2,
-    ITO_WAIT_MASK = 3,
+    ITO__WAIT_WAITING = 0,
+    ITO__WAIT_WOKEN = 1,
+    ITO__WAIT_TIMEDOUT = 2,
+    ITO__WAIT_MASK = 3,
 };
 
 struct ito__waiter {
     struct ito__waiter *next, *prev;   /* queue links (object lock) */
     struct ito__thread *thread;        /* NULL: a foreign kernel thread */
-    _Atomic uint64_t state;            /* seq << 2 | ITO_WAIT_* */
+    _Atomic uint64_t state;            /* seq << 2 | ITO__WAIT_* */
     _Atomic uint32_t futex;            /* foreign waiters sleep on it: 0 wait, 1 done */
     bool queued;                       /* linked in a queue (object lock) */
     bool timed;                        /* has a deadline (set before linking) */
@@ -72,6 +72,7 @@ struct ito__waitq {
  * foreign kernel thread, *local (which must live until ito__wait_end returns). */
 struct ito__waiter *ito__waiter_init(struct ito__waiter *local);
 
+static inline void ito__waitq_init(struct ito__waitq *q) { q->head = q->tail = NULL; }
 static inline bool ito__waitq_empty(const struct ito__waitq *q) { return q->head == NULL; }
 
 static inline void ito__waitq_push(struct ito__waitq *q, struct ito__waiter *w)

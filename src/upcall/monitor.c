@@ -9,7 +9,7 @@
  * bracket calls that may block (ito_blocking_begin/end, runtime/carrier.c), which
  * mark the vproc's kstate with plain stores. A monitor kernel thread scans
  * the vprocs: a vproc seen in the same blocking call (same kcalls) at two
- * scans at least ITO_HANDOFF_NS apart, while threads could use it, is taken
+ * scans at least ITO__HANDOFF_NS apart, while threads could use it, is taken
  * with a CAS on kstate (old carrier | KERNEL -> spare | RUN) and given to a
  * spare activation, which carries it on from its scheduler loop. Spares are
  * parked kernel threads; the monitor keeps one ready in advance so that a
@@ -21,11 +21,11 @@
  * other vproc is idle (then nobody would steal the work queued on it). When
  * another vproc idles, it takes that work itself; the monitor looks again.
  *
- * Pace. The monitor scans every ITO_MONITOR_MIN_NS after a hand-off or a
- * wake-up, and backs off by doubling to ITO_MONITOR_MAX_NS while it hands
+ * Pace. The monitor scans every ITO__MONITOR_MIN_NS after a hand-off or a
+ * wake-up, and backs off by doubling to ITO__MONITOR_MAX_NS while it hands
  * nothing off, also while short calls keep coming and going (scanning at
  * full pace for them would take CPU time from the vprocs). From
- * ITO_MONITOR_SLOW_NS on it sleeps on a futex that a beginning call wakes, so
+ * ITO__MONITOR_SLOW_NS on it sleeps on a futex that a beginning call wakes, so
  * a call after a quiet spell is seen at once; at the longest period with
  * nothing in the kernel it sleeps until woken. Measured with 2 vprocs making
  * three million short bracketed calls a second: about 1,000 futex wake-ups
@@ -40,14 +40,14 @@
  * hand-off time.
  *
  * Stalls. A vproc that is BUSY, could use its carrier, has picked nothing
- * and whose carrier has used no CPU time for ITO_STALL_NS has a carrier
+ * and whose carrier has used no CPU time for ITO__STALL_NS has a carrier
  * asleep in a call nobody bracketed, or in a page fault: runtime/carrier.c checks that
  * and takes the vproc the same way. Watching costs one CPU-clock read per
  * busy vproc per scan. The pace: while any vproc is busy the monitor never
  * sleeps for good; in a process where stalls happened within the last
- * second it scans at least every ITO_MONITOR_BUSY_NS and looks again
- * ITO_STALL_NS after a look that found a vproc had picked or run, so a
- * stall is handed off 1-2 ms in; elsewhere it backs off to ITO_MONITOR_MAX_NS like for bracketed
+ * second it scans at least every ITO__MONITOR_BUSY_NS and looks again
+ * ITO__STALL_NS after a look that found a vproc had picked or run, so a
+ * stall is handed off 1-2 ms in; elsewhere it backs off to ITO__MONITOR_MAX_NS like for bracketed
  * calls, and the first stall after a quiet spell takes up to two such
  * periods. Measured on the 2-core VM, where a timer wake-up costs about 43
  * µs of CPU time: two threads computing on 2 vprocs cost the monitor about
@@ -72,6 +72,7 @@
 #include "base/clock.h"
 #include "base/env.h"
 #include "base/futex.h"
+#include "base/kthread.h"
 #include "base/panic.h"
 #include "runtime/runtime.h"
 #include "runtime/sched.h"
@@ -80,24 +81,24 @@
 #include "runtime/vproc.h"
 
 /* Fastest scan period, and the slowest (Go's sysmon: 20 µs to 10 ms). */
-#define ITO_MONITOR_MIN_NS 20000u
-#define ITO_MONITOR_MAX_NS 10000000u
+#define ITO__MONITOR_MIN_NS 20000u
+#define ITO__MONITOR_MAX_NS 10000000u
 /* From this period on, the monitor sleeps where a beginning call can wake it:
  * faster than that, a wake-up per call would cost more than the scans. */
-#define ITO_MONITOR_SLOW_NS 500000u
+#define ITO__MONITOR_SLOW_NS 500000u
 /* A blocking call is handed off once seen this long (Go's retake: one sysmon
  * tick, 20 µs at the fastest). */
-#define ITO_HANDOFF_NS 20000u
+#define ITO__HANDOFF_NS 20000u
 /* A carrier that has picked nothing and used no CPU time for this long,
  * while work waits, is asleep in an unbracketed call (runtime/carrier.c). */
-#define ITO_STALL_NS 1000000u
+#define ITO__STALL_NS 1000000u
 /* Slowest scan while some vproc is busy and stalls have happened within
- * ITO_STALL_RECENT_NS: a new one is then noticed within ITO_STALL_NS plus
+ * ITO__STALL_RECENT_NS: a new one is then noticed within ITO__STALL_NS plus
  * this. */
-#define ITO_MONITOR_BUSY_NS 1000000u
-#define ITO_STALL_RECENT_NS 1000000000u
+#define ITO__MONITOR_BUSY_NS 1000000u
+#define ITO__STALL_RECENT_NS 1000000000u
 /* Default cap on activations (carriers, spares and blocked ones together). */
-#define ITO_MAX_ACTIVATIONS_DEFAULT 1024
+#define ITO__MAX_ACTIVATIONS_DEFAULT 1024
 
 struct watch {
     uint64_t kcalls;     /* the call seen */
@@ -189,7 +190,7 @@ static bool take_stalled(struct ito__vproc *vp, struct ito__activation *carrier)
 /* When the last stall was handed off (0: never). */
 static uint64_t last_stall_ns;
 
-static bool stalls_recent(uint64_t now) { return last_stall_ns && now - last_stall_ns < ITO_STALL_RECENT_NS; }
+static bool stalls_recent(uint64_t now) { return last_stall_ns && now - last_stall_ns < ITO__STALL_RECENT_NS; }
 
 /* Watch vp for a stall; true if it was handed off. *due: when to look again
  * to catch one that may be starting. */
@@ -197,8 +198,8 @@ static bool watch_stall(struct ito__vproc *vp, struct watch *w, uintptr_t mark, 
 {
     struct ito__activation *carrier = ito__ks_carrier(mark);
     uint64_t ticks = atomic_load_explicit(&vp->ticks, memory_order_relaxed), cpu;
-    if ((mark & ITO_KS_MASK) != ITO_KS_RUN || !carrier ||
-        atomic_load_explicit(&vp->run_state, memory_order_relaxed) != ITO_VP_BUSY ||
+    if ((mark & ITO__KS_MASK) != ITO__KS_RUN || !carrier ||
+        atomic_load_explicit(&vp->run_state, memory_order_relaxed) != ITO__VP_BUSY ||
         !ito__carrier_cpu_time(carrier, &cpu)) {
         w->still_since = 0;   /* not a candidate */
         return false;
@@ -212,15 +213,15 @@ static bool watch_stall(struct ito__vproc *vp, struct watch *w, uintptr_t mark, 
         w->ticks = ticks;
         w->cpu_ns = cpu;
         w->still_since = now;
-        if (stalls_recent(now) && now + ITO_STALL_NS < *due)
-            *due = now + ITO_STALL_NS;
+        if (stalls_recent(now) && now + ITO__STALL_NS < *due)
+            *due = now + ITO__STALL_NS;
         return false;
     }
     if (!could_use(vp))
         return false;
-    if (now - w->still_since < ITO_STALL_NS) {
-        if (w->still_since + ITO_STALL_NS < *due)
-            *due = w->still_since + ITO_STALL_NS;
+    if (now - w->still_since < ITO__STALL_NS) {
+        if (w->still_since + ITO__STALL_NS < *due)
+            *due = w->still_since + ITO__STALL_NS;
         return false;
     }
     if (!take_stalled(vp, carrier))
@@ -251,13 +252,13 @@ static void *monitor_main(void *arg)
     ncpus_online = n;
     /* Its sleeps are the hand-off latency: no timer slack (default 50 µs). */
     prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
-    uint64_t delay = ITO_MONITOR_MIN_NS, spin_until = 0;
+    uint64_t delay = ITO__MONITOR_MIN_NS, spin_until = 0;
     provision();
     for (;;) {
         if (spin_until) {
             while (ito__now_ns() < spin_until)
                 ito__cpu_relax();
-        } else if (delay < ITO_MONITOR_SLOW_NS) {
+        } else if (delay < ITO__MONITOR_SLOW_NS) {
             sleep_ns(delay);
         } else {
             /* A slow pace, or nothing to watch at all: a blocking call that
@@ -265,27 +266,27 @@ static void *monitor_main(void *arg)
              * when it sleeps for good, the first vproc to get busy
              * (sched.c). Announce it, then look once more (the Dekker pair
              * of the essay). */
-            atomic_store_explicit(&ito__rt.monitor_asleep, ITO_MONITOR_ASLEEP_LONG, memory_order_relaxed);
+            atomic_store_explicit(&ito__rt.monitor_asleep, ITO__MONITOR_ASLEEP_LONG, memory_order_relaxed);
             ito__fence_heavy();
             bool watch = false, fresh = false;
             for (int i = 0; i < ito__rt.nvprocs; i++) {
                 struct ito__vproc *vp = ito__rt.vprocs[i];
-                bool kernel = (atomic_load_explicit(&vp->kstate, memory_order_relaxed) & ITO_KS_MASK) == ITO_KS_KERNEL;
+                bool kernel = (atomic_load_explicit(&vp->kstate, memory_order_relaxed) & ITO__KS_MASK) == ITO__KS_KERNEL;
                 /* A call that began after the last scan, before the flag. */
                 fresh |= kernel && !watches[i].since;
-                watch |= kernel || atomic_load_explicit(&vp->run_state, memory_order_relaxed) == ITO_VP_BUSY;
+                watch |= kernel || atomic_load_explicit(&vp->run_state, memory_order_relaxed) == ITO__VP_BUSY;
             }
-            uint32_t asleep = ITO_MONITOR_ASLEEP_LONG;
+            uint32_t asleep = ITO__MONITOR_ASLEEP_LONG;
             uint64_t until = 0;
             if (fresh) {
                 asleep = 0;   /* no sleep: look at it now */
-            } else if (watch || (delay < ITO_MONITOR_MAX_NS && !stalls_recent(ito__now_ns()))) {
+            } else if (watch || (delay < ITO__MONITOR_MAX_NS && !stalls_recent(ito__now_ns()))) {
                 /* A timed sleep: a vproc getting busy need not wake it.
                  * Where stalls happen lately, nothing to watch means
                  * sleeping until the first vproc to get busy wakes it, so
                  * that a stall is watched for from its first instant. */
-                asleep = ITO_MONITOR_ASLEEP;
-                uint32_t long_sleep = ITO_MONITOR_ASLEEP_LONG;
+                asleep = ITO__MONITOR_ASLEEP;
+                uint32_t long_sleep = ITO__MONITOR_ASLEEP_LONG;
                 atomic_compare_exchange_strong_explicit(&ito__rt.monitor_asleep, &long_sleep, asleep,
                                                         memory_order_relaxed, memory_order_relaxed);
                 until = ito__now_ns() + delay;
@@ -295,12 +296,12 @@ static void *monitor_main(void *arg)
                     break;
             uint32_t was = atomic_exchange_explicit(&ito__rt.monitor_asleep, 0, memory_order_relaxed);
             if (was == 0 || fresh)
-                delay = ITO_MONITOR_MIN_NS;   /* woken by a call that began, or a new call */
-            else if (was == ITO_MONITOR_WOKEN_BUSY) {
+                delay = ITO__MONITOR_MIN_NS;   /* woken by a call that began, or a new call */
+            else if (was == ITO__MONITOR_WOKEN_BUSY) {
                 /* Woken before the vproc picks: look once it has, so that
                  * the watch opens then. */
-                sleep_ns(ITO_MONITOR_MIN_NS);
-                delay = ITO_MONITOR_BUSY_NS / 2;   /* doubled below */
+                sleep_ns(ITO__MONITOR_MIN_NS);
+                delay = ITO__MONITOR_BUSY_NS / 2;   /* doubled below */
             }
         }
         spin_until = 0;
@@ -313,9 +314,9 @@ static void *monitor_main(void *arg)
             /* Acquire pairs with the carrier's release store when it took vp
              * (activation.c): its fields that runtime/carrier.c reads. */
             uintptr_t mark = atomic_load_explicit(&vp->kstate, memory_order_acquire);
-            if ((mark & ITO_KS_MASK) != ITO_KS_KERNEL) {
+            if ((mark & ITO__KS_MASK) != ITO__KS_KERNEL) {
                 w->since = 0;
-                busy |= atomic_load_explicit(&vp->run_state, memory_order_relaxed) == ITO_VP_BUSY;
+                busy |= atomic_load_explicit(&vp->run_state, memory_order_relaxed) == ITO__VP_BUSY;
                 acted |= watch_stall(vp, w, mark, now, &stall_due);
                 continue;
             }
@@ -323,12 +324,12 @@ static void *monitor_main(void *arg)
             if (!w->since || w->kcalls != calls) {
                 w->kcalls = calls;
                 w->since = now;
-            } else if (now - w->since >= ITO_HANDOFF_NS && could_use(vp) && hand_off(vp, mark)) {
+            } else if (now - w->since >= ITO__HANDOFF_NS && could_use(vp) && hand_off(vp, mark)) {
                 w->since = 0;
                 acted = true;
                 continue;
             }
-            uint64_t due = w->since + ITO_HANDOFF_NS;
+            uint64_t due = w->since + ITO__HANDOFF_NS;
             if (due > now && could_use(vp) && cpu_idle() && (!spin_until || due < spin_until))
                 spin_until = due;
         }
@@ -338,17 +339,17 @@ static void *monitor_main(void *arg)
          * calls keep coming and going (short ones: scanning at full pace
          * for them would take CPU time from the vprocs); a call that begins
          * once the pace is slow wakes the monitor. */
-        delay = acted ? ITO_MONITOR_MIN_NS : delay * 2 > ITO_MONITOR_MAX_NS ? ITO_MONITOR_MAX_NS : delay * 2;
+        delay = acted ? ITO__MONITOR_MIN_NS : delay * 2 > ITO__MONITOR_MAX_NS ? ITO__MONITOR_MAX_NS : delay * 2;
         /* Where stalls have happened lately, a new one is noticed within
-         * ITO_MONITOR_BUSY_NS + ITO_STALL_NS; elsewhere within two
-         * periods of ITO_MONITOR_MAX_NS (a scan costs a wake-up: tens of
+         * ITO__MONITOR_BUSY_NS + ITO__STALL_NS; elsewhere within two
+         * periods of ITO__MONITOR_MAX_NS (a scan costs a wake-up: tens of
          * microseconds of CPU time on a virtual machine). */
-        if (busy && stalls_recent(now) && delay > ITO_MONITOR_BUSY_NS)
-            delay = ITO_MONITOR_BUSY_NS;
+        if (busy && stalls_recent(now) && delay > ITO__MONITOR_BUSY_NS)
+            delay = ITO__MONITOR_BUSY_NS;
         if (stall_due != UINT64_MAX) {
             uint64_t d = stall_due > now ? stall_due - now : 0;
-            if (d < ITO_MONITOR_MIN_NS)
-                d = ITO_MONITOR_MIN_NS;
+            if (d < ITO__MONITOR_MIN_NS)
+                d = ITO__MONITOR_MIN_NS;
             if (d < delay)
                 delay = d;
         }
@@ -359,7 +360,7 @@ static void *monitor_main(void *arg)
 int ito__monitor_init(void)
 {
     ito__rt.activations = ito__env_int("ITO_ACTIVATIONS", 1, 0, 1, false) != 0;
-    long long dflt = ITO_MAX_ACTIVATIONS_DEFAULT;
+    long long dflt = ITO__MAX_ACTIVATIONS_DEFAULT;
     if (dflt < 2LL * ito__rt.nvprocs)
         dflt = 2LL * ito__rt.nvprocs;
     ito__rt.max_activations = (int)ito__env_int("ITO_MAX_ACTIVATIONS", dflt, ito__rt.nvprocs, 1000000, false);
@@ -368,14 +369,5 @@ int ito__monitor_init(void)
     watches = calloc((size_t)ito__rt.nvprocs, sizeof *watches);
     if (!watches)
         return ENOMEM;
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setstacksize(&attr, 64 * 1024);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    pthread_t t;
-    int e = pthread_create(&t, &attr, monitor_main, NULL);
-    pthread_attr_destroy(&attr);
-    if (!e)
-        pthread_setname_np(t, "ito-monitor");
-    return e;
+    return ito__kthread_start("ito-monitor", 64 * 1024, monitor_main, NULL, NULL);
 }

@@ -34,7 +34,7 @@
  *     migration that address would name another kernel thread's variable.
  *     Deferred to the next tick, once per slice (a register that still holds
  *     such an address a tick later is most likely dead);
- *   - with less than ITO_STACK_MARGIN of stack left: deferred.
+ *   - with less than ITO__STACK_MARGIN of stack left: deferred.
  * errno is saved on entry and restored, after any switch, into the errno of
  * the kernel thread that runs the thread then.
  *
@@ -44,7 +44,7 @@
  * Signals of this number that no timer sent (si_code != SI_TIMER) go to the
  * handler that was installed before ito's.
  *
- * The same signal, queued with a tag (SI_QUEUE, ITO_CARRIER_POKE_TAG), makes a
+ * The same signal, queued with a tag (SI_QUEUE, ITO__CARRIER_POKE_TAG), makes a
  * carrier look at once rather than at its next tick: the allocator's agent
  * sends it when it takes the vproc's processor away, and a policy through
  * ito_policy_preempt when it has given the vproc a more urgent thread
@@ -86,7 +86,7 @@
 #include "runtime/vproc.h"
 #include "runtime/carrier.h"
 
-#define ITO_TIMESLICE_DEFAULT_US 10000
+#define ITO__TIMESLICE_DEFAULT_US 10000
 /* Above the C library's descriptor (struct pthread, ~2.3 KiB in glibc 2.36). */
 #define TCB_SPAN 4096
 
@@ -139,7 +139,7 @@ static bool holds_tls_address(const ucontext_t *uc)
 {
     uintptr_t tp = ito__arch_thread_pointer();
     uintptr_t lo = tp - tls_span, hi = tp + TCB_SPAN;
-    for (int i = 0; i < ITO_ARCH_UC_NGPR; i++) {
+    for (int i = 0; i < ITO__ARCH_UC_NGPR; i++) {
         uintptr_t r = ITO_ARCH_UC_GPR(uc, i);
         if (r >= lo && r < hi)
             return true;
@@ -150,7 +150,7 @@ static bool holds_tls_address(const ucontext_t *uc)
 /* The interrupted thread t may be switched out right here. */
 static bool safe_point(struct ito__activation *a, struct ito__thread *t, const ucontext_t *uc)
 {
-    if (ito__thread_state(t) != ITO_TS_RUNNING)
+    if (ito__thread_state(t) != ITO__TS_RUNNING)
         return false;   /* on its way to block (after its section): it switches soon */
     if (in_runtime_library(ITO_ARCH_UC_PC(uc)))
         return false;
@@ -162,7 +162,7 @@ static bool safe_point(struct ito__activation *a, struct ito__thread *t, const u
         return false;
     }
     uintptr_t sp = ITO_ARCH_UC_SP(uc), lo = (uintptr_t)t->stack.lo;
-    if (t->stack.lo && sp >= lo && sp < lo + t->stack.size && sp - lo < ITO_STACK_MARGIN)
+    if (t->stack.lo && sp >= lo && sp < lo + t->stack.size && sp - lo < ITO__STACK_MARGIN)
         return false;
     return true;
 }
@@ -194,7 +194,7 @@ static void on_tick(int sig, siginfo_t *si, void *ucv)
     /* Ours: a tick of an activation's timer, or the allocator's agent
      * telling a carrier that its vproc loses its processor. */
     bool poke = si->si_code == SI_QUEUE && si->si_pid == getpid() &&
-                si->si_value.sival_int == ITO_CARRIER_POKE_TAG;
+                si->si_value.sival_int == ITO__CARRIER_POKE_TAG;
     if (si->si_code != SI_TIMER && !poke) {
         chain(sig, si, ucv);
         return;
@@ -210,8 +210,8 @@ static void on_tick(int sig, siginfo_t *si, void *ucv)
     struct ito__thread *t = ito__thread_self();
     if (!t || !a->vp)
         goto out;   /* its scheduler context, or a carrier that lost its vproc */
-    uint32_t word = ito__arch_critical_get(), depth = word & ITO_CRITICAL_DEPTH;
-    if (word & ITO_CRITICAL_ATTENTION) {
+    uint32_t word = ito__arch_critical_get(), depth = word & ITO__CRITICAL_DEPTH;
+    if (word & ITO__CRITICAL_ATTENTION) {
         /* A slice that ended inside a section, or the monitor's mark
          * (runtime/carrier.c): the vproc is gone, or the steal was called off. */
         if (ito__carrier_lost(a)) {
@@ -240,7 +240,7 @@ static void on_tick(int sig, siginfo_t *si, void *ucv)
     }
     if (depth > 0) {
         a->slice_pending = true;
-        ito__arch_critical_or(ITO_CRITICAL_ATTENTION);   /* recovered when the section ends */
+        ito__arch_critical_or(ITO__CRITICAL_ATTENTION);   /* recovered when the section ends */
         goto out;
     }
     if (!safe_point(a, t, ucv))
@@ -279,7 +279,7 @@ static int parse_signal(const char *s)
 
 void ito__preempt_init(void)
 {
-    long long us = ito__env_int("ITO_TIMESLICE_US", ITO_TIMESLICE_DEFAULT_US, 0, 10000000, false);
+    long long us = ito__env_int("ITO_TIMESLICE_US", ITO__TIMESLICE_DEFAULT_US, 0, 10000000, false);
     if (us == 0 || ito__env_int("ITO_ACTIVATIONS", 1, 0, 1, false) == 0)
         return;   /* ITO_ACTIVATIONS=0 turns preemption off too */
     int sig = SIGURG;

@@ -138,7 +138,7 @@ static inline void ito__arch_critical_or(uint32_t bits)
 #define ITO_ARCH_UC_SP(uc) ((uintptr_t)(uc)->uc_mcontext.gregs[REG_RSP])
 /* Its general-purpose registers: gregs[0..15] are r8..r15, rdi, rsi, rbp,
  * rbx, rdx, rax, rcx, rsp (sys/ucontext.h). */
-#define ITO_ARCH_UC_NGPR 16
+#define ITO__ARCH_UC_NGPR 16
 #define ITO_ARCH_UC_GPR(uc, i) ((uintptr_t)(uc)->uc_mcontext.gregs[i])
 
 /* The thread pointer (the %fs base): glibc keeps its own address at %fs:0.
@@ -171,11 +171,11 @@ static inline void *ito__arch_sp(void)
 
 /* Bytes below the stack pointer that a leaf function may use without moving
  * it (the SysV red zone). */
-#define ITO_ARCH_RED_ZONE 128
+#define ITO__ARCH_RED_ZONE 128
 
 /* Size of the frame ito__ctx_make builds below the top of a stack. */
-#define ITO_ARCH_INITIAL_FRAME 72
+#define ITO__ARCH_INITIAL_FRAME 72
 /* Stacks grow down. */
-#define ITO_ARCH_STACK_GROWS_DOWN 1
+#define ITO__ARCH_STACK_GROWS_DOWN 1
 
 #endif

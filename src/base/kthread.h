@@ -1,0 +1,14 @@
+/* ito's own kernel threads (activations, the monitor, the allocator's
+ * agent): detached pthreads with a stack size of their own. */
+#ifndef ITO_BASE_KTHREAD_H
+#define ITO_BASE_KTHREAD_H
+
+#include <pthread.h>
+#include <stddef.h>
+
+/* Start fn(arg) on a new detached kernel thread with a `stack`-byte stack,
+ * named `name` if not NULL (what top and gdb show); its handle in *out if
+ * not NULL. 0, or pthread_create's error. */
+int ito__kthread_start(const char *name, size_t stack, void *(*fn)(void *), void *arg, pthread_t *out);
+
+#endif
