@@ -488,9 +488,8 @@ static void wait_change(uint32_t gen, uint32_t word, uint64_t deadline)
  * for it: ask the kernel for a short slice (sched_attr.sched_runtime, a
  * request any thread may make for itself on Linux 6.12 and later, where
  * EEVDF then lets it preempt a computing thread when it wakes, instead of
- * waiting up to a full slice of that thread's: bench/realloc on 2 CPUs saw
- * a second process's arrival move a processor after 0.14-0.16 ms at the
- * median with it, 0.14-2.4 ms without). Older kernels ignore the field.
+ * waiting up to a full slice of that thread's: bench/realloc shows the
+ * difference, docs/performance.md the figures). Older kernels ignore the field.
  * Not a priority: it gets no more CPU time than before. */
 static void short_slice(void)
 {

@@ -198,8 +198,8 @@ static __thread bool announced;
  * anyway; see the essay). The sleepers are woken only once the lock is free
  * (ito__alloc_unlock): each of them takes it at once to read its grant, and
  * a sleeper woken while we hold it would wait for us — behind its own
- * wake-up, which preempts us (the agent's short slice): a trace of
- * bench/realloc showed an agent wait 1.7 ms so. */
+ * wake-up, which preempts us (the agent's short slice): traces of
+ * bench/realloc showed agents waiting milliseconds so. */
 static void announce(struct ito__alloc_header *h)
 {
     atomic_fetch_add_explicit(&h->generation, 1, memory_order_release);

@@ -65,7 +65,7 @@
 
 /* How long a thread has waited is measured in time-stamp-counter cycles: a
  * clock read at every enqueue would cost more than the rest of the policy
- * (bench/yield: 48 ns per yield with it, 33 without; "ws": 21). The length
+ * (bench/yield under ITO_POLICY=affinity shows it; docs/performance.md). The length
  * of ITO_AFFINITY_IDLE_US in cycles is learned at the first steal at least
  * AFF_CALIBRATE_NS after initialization; until then only the shortcuts of
  * rule 3 that do not need it (never ran, near) move threads. */

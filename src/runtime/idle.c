@@ -62,7 +62,8 @@
  * no scheduling decision at all, is emptied by an idle vproc. */
 #define ITO__RESCUE_NS 50000u
 /* Upper bound of the backoff between two looks at other vprocs, in rounds of
- * the spin loop (one pause each, ~16 ns on the development machine). */
+ * the spin loop (one pause each: tens of cycles, more on
+ * recent Intel cores). */
 #define ITO__BACKOFF_MAX 256u
 
 void ito__idle_init(void)

@@ -36,7 +36,7 @@
  * context and done by the arriving one (after_resume).
  *
  * Rejected: switching through the scheduler context every time (one more
- * switch per operation, ~5 ns) and holding the wait-queue lock across the
+ * switch per operation: bench/yield measures what one costs) and holding the wait-queue lock across the
  * switch (a lock held while the policy picks; forbidden by our lock rules).
  */
 #include "runtime/sched.h"
@@ -56,8 +56,8 @@
 #include "runtime/ring.h"
 
 /* How many picks between two looks at the clock (timers, policy tick) and at
- * the global queue (a power of 2). At ~20 ns per switch this is a few
- * microseconds. */
+ * the global queue (a power of 2): a few microseconds of switching
+ * (bench/yield gives the cost of one switch on the machine at hand). */
 #define ITO__PERIODIC_PICKS 32
 /* Policy tick period. */
 #define ITO__TICK_NS 1000000u

@@ -27,17 +27,16 @@
  * full pace for them would take CPU time from the vprocs). From
  * ITO__MONITOR_SLOW_NS on it sleeps on a futex that a beginning call wakes, so
  * a call after a quiet spell is seen at once; at the longest period with
- * nothing in the kernel it sleeps until woken. Measured with 2 vprocs making
- * three million short bracketed calls a second: about 1,000 futex wake-ups
- * and 900 membarriers a second, and no measurable loss of throughput
- * against ITO_ACTIVATIONS=0.
+ * nothing in the kernel it sleeps until woken, so that short bracketed calls
+ * coming and going cost about a thousand futex wake-ups a second, not one
+ * per call (docs/performance.md).
  * Going to sleep is a Dekker pair with ito_blocking_begin: the monitor stores
  * monitor_asleep, runs the heavy fence and scans once more; begin stores
  * kstate, runs the light fence and loads monitor_asleep (sched.h:
  * ito__fence_light/heavy). When a hand-off falls due within a period while
- * threads wait and a CPU is idle, it spins up to it: a sleep of 20 µs takes
- * about 46 µs here (timer and wake-up latency), which would double the
- * hand-off time.
+ * threads wait and a CPU is idle, it spins up to it: a timed sleep that short
+ * overshoots by tens of microseconds (timer and wake-up latency), which
+ * would double the hand-off time (bench/handoff).
  *
  * Stalls. A vproc that is BUSY, could use its carrier, has picked nothing
  * and whose carrier has used no CPU time for ITO__STALL_NS has a carrier
@@ -49,9 +48,9 @@
  * ITO__STALL_NS after a look that found a vproc had picked or run, so a
  * stall is handed off 1-2 ms in; elsewhere it backs off to ITO__MONITOR_MAX_NS like for bracketed
  * calls, and the first stall after a quiet spell takes up to two such
- * periods. Measured on the 2-core VM, where a timer wake-up costs about 43
- * µs of CPU time: two threads computing on 2 vprocs cost the monitor about
- * 0.5 % of a CPU (1,000 scans a second cost 3.7 %). With every vproc idle
+ * periods. On a virtual machine a timer wake-up costs tens of
+ * microseconds of CPU time, so the pace, not the scan, is what costs
+ * (docs/performance.md gives the monitor's share of a CPU). With every vproc idle
  * the monitor sleeps until the first to get busy wakes it (sched.c: one
  * futex wake at most per scan period); where stalls happen lately it does
  * so at once, not only after backing off, and watches from that instant.

@@ -20,9 +20,10 @@
  *     +48  rbp
  *     +56  return address
  *
- * Loading MXCSR and the x87 control word is slow (~10 ns together on the
- * development machine) and they almost never differ between contexts, so they
- * are reloaded only when the target's saved values differ from the current ones.
+ * Loading MXCSR and the x87 control word is slow (ldmxcsr and fldcw serialize
+ * part of the pipeline: tens of cycles together) and they almost never differ
+ * between contexts, so they are reloaded only when the target's saved values
+ * differ from the current ones.
  */
 
         .text
