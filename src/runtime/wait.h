@@ -7,15 +7,18 @@
  * and its vproc runs another) or a foreign kernel thread (its record lives on
  * its stack; blocking is a futex wait in the kernel).
  *
- * Protocol, for the operation's code:
- *     lock(obj);  ito__waiter_init(&w);  ito__waitq_push(&q, w);
- *     ito__wait_begin(w, deadline);    // still under the lock
- *     unlock(obj);  ...anything else that must follow, e.g. unlock a mutex...
- *     r = ito__wait_end(w, &obj->lock, &q);   // 0: woken, ETIMEDOUT
+ * Protocol, for the operation's code (api/sem.c is the shortest example):
+ *     struct ito__waiter local;                  // used by foreign kernel threads only
+ *     ito__spin_lock(&obj->lk);
+ *     struct ito__waiter *w = ito__waiter_init(&local);
+ *     ito__waitq_push(&obj->q, w);
+ *     ito__wait_begin(w, deadline, &obj->lk, &obj->q);   // still under the lock
+ *     ito__spin_unlock(&obj->lk);  ...anything else that must follow, e.g. unlock a mutex...
+ *     r = ito__wait_end(w, &obj->lk, &obj->q);           // 0: woken, or ETIMEDOUT
  * and for the waker:
- *     lock(obj);
- *     while ((w = ito__waitq_pop(&q)) && !ito__wake_claim(w)) ;  // skip timed-out ones
- *     unlock(obj);
+ *     ito__spin_lock(&obj->lk);
+ *     w = ito__waitq_pop_claim(&obj->q);                 // skips timed-out ones
+ *     ito__spin_unlock(&obj->lk);
  *     if (w) ito__wake_finish(w);
  * Claiming under the lock makes the waiter ours: until wake_finish it cannot
  * run, so its record (and its `next` link) stays valid; a broadcast can claim
