@@ -87,10 +87,10 @@ static void finish(pid_t pid)
  * without the lock, as ito-ctl does. */
 static int table_want(pid_t pid)
 {
-    static const struct ito__alloc_table *t;
+    static const struct ito__table *t;
     if (!t) {
         char name[128];
-        ito__alloc_table_name(getenv("ITO_ALLOC_DOMAIN"), name, sizeof name);
+        ito__table_name(getenv("ITO_ALLOC_DOMAIN"), name, sizeof name);
         int fd = shm_open(name, O_RDONLY, 0);
         CHECK(fd >= 0);
         t = mmap(NULL, sizeof *t, PROT_READ, MAP_SHARED, fd, 0);
@@ -98,7 +98,7 @@ static int table_want(pid_t pid)
         close(fd);
     }
     for (int i = 0; i < ITO__ALLOC_SLOTS; i++) {
-        const volatile struct ito__alloc_slot *s = &t->slot[i];
+        const volatile struct ito__table_slot *s = &t->slot[i];
         if (s->state == ITO__SLOT_USED && s->pid == pid)
             return s->want;
     }

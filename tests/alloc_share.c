@@ -96,16 +96,16 @@ static const struct case_spec cases[] = {
 
 static void run_case(const struct case_spec *cs)
 {
-    struct ito__share_claim claims[6];
+    struct ito__divide_claim claims[6];
     ito__cpumask grant[6], online = mask("all", cs->ncpu);
     int n = 0;
     for (; cs->c[n].allowed; n++) {
         const struct claim_spec *c = &cs->c[n];
-        claims[n] = (struct ito__share_claim){ .priority = c->priority, .want = c->want, .quota = c->quota,
+        claims[n] = (struct ito__divide_claim){ .priority = c->priority, .want = c->want, .quota = c->quota,
                                                .max = c->max, .allowed = mask(c->allowed, cs->ncpu),
                                                .held = mask(c->held, cs->ncpu) };
     }
-    ito__share_divide(claims, n, &online, grant);
+    ito__divide(claims, n, &online, grant);
     for (int i = 0; i < n; i++) {
         char got[256];
         show(&grant[i], got, sizeof got);
@@ -124,16 +124,16 @@ static void check_properties(uint64_t *seed)
     int ncpu = 1 + (int)(test_rand(seed) % 40);
     if (test_rand(seed) % 8 == 0)
         ncpu = ITO__ALLOC_MAX_CPUS - (int)(test_rand(seed) % 3);
-    int n = 1 + (int)(test_rand(seed) % (test_rand(seed) % 4 == 0 ? ITO__SHARE_MAX_CLAIMS : 6));
-    static struct ito__share_claim claims[ITO__SHARE_MAX_CLAIMS];
-    static ito__cpumask grant[ITO__SHARE_MAX_CLAIMS], again[ITO__SHARE_MAX_CLAIMS];
+    int n = 1 + (int)(test_rand(seed) % (test_rand(seed) % 4 == 0 ? ITO__DIVIDE_MAX_CLAIMS : 6));
+    static struct ito__divide_claim claims[ITO__DIVIDE_MAX_CLAIMS];
+    static ito__cpumask grant[ITO__DIVIDE_MAX_CLAIMS], again[ITO__DIVIDE_MAX_CLAIMS];
     ito__cpumask online;
     ito__cpumask_zero(&online);
     for (int c = 0; c < ncpu; c++)
         if (test_rand(seed) % 8 != 0 || c == 0)
             ito__cpumask_set(&online, c);
     for (int i = 0; i < n; i++) {
-        struct ito__share_claim *c = &claims[i];
+        struct ito__divide_claim *c = &claims[i];
         c->priority = (int)(test_rand(seed) % 3);
         c->want = (int)(test_rand(seed) % (ncpu + 2));
         c->quota = test_rand(seed) % 4 == 0 ? (int)(test_rand(seed) % 4) : 0;
@@ -148,13 +148,13 @@ static void check_properties(uint64_t *seed)
                 ito__cpumask_set(&c->held, k);
         }
     }
-    ito__share_divide(claims, n, &online, grant);
-    ito__share_divide(claims, n, &online, again);
+    ito__divide(claims, n, &online, grant);
+    ito__divide(claims, n, &online, again);
 
     static short holders[ITO__ALLOC_MAX_CPUS];
     memset(holders, 0, sizeof holders);
-    int cap[ITO__SHARE_MAX_CLAIMS], count[ITO__SHARE_MAX_CLAIMS];
-    ito__cpumask allow[ITO__SHARE_MAX_CLAIMS];
+    int cap[ITO__DIVIDE_MAX_CLAIMS], count[ITO__DIVIDE_MAX_CLAIMS];
+    ito__cpumask allow[ITO__DIVIDE_MAX_CLAIMS];
     for (int i = 0; i < n; i++) {
         CHECK(ito__cpumask_equal(&grant[i], &again[i]));   /* deterministic */
         ito__cpumask_and(&allow[i], &claims[i].allowed, &online);

@@ -23,37 +23,37 @@
 static char name[64];
 static int ncpu;   /* online processors, as the table sees them */
 
-static struct ito__alloc_hints hints(int want, int priority)
+static struct ito__table_hints hints(int want, int priority)
 {
-    struct ito__alloc_hints h = { .priority = priority, .want = want, .vprocs = want < 1 ? 1 : want };
+    struct ito__table_hints h = { .priority = priority, .want = want, .vprocs = want < 1 ? 1 : want };
     for (int c = 0; c < ITO__ALLOC_MAX_CPUS; c++)
         ito__cpumask_set(&h.allowed, c);
     snprintf(h.name, sizeof h.name, "test%d", (int)getpid());
     return h;
 }
 
-static struct ito__alloc_table *open_table(void)
+static struct ito__table *open_table(void)
 {
-    struct ito__alloc_table *t;
-    OK(ito__alloc_table_open(name, &t));
+    struct ito__table *t;
+    OK(ito__table_open(name, &t));
     return t;
 }
 
-static int grant_count(struct ito__alloc_table *t, int slot, uint64_t serial)
+static int grant_count(struct ito__table *t, int slot, uint64_t serial)
 {
     ito__cpumask m;
     uint32_t gen;
-    OK(ito__alloc_grant(t, slot, serial, &m, &gen, NULL));
+    OK(ito__table_grant(t, slot, serial, &m, &gen, NULL));
     return ito__cpumask_count(&m);
 }
 
-static int used_slots(struct ito__alloc_table *t)
+static int used_slots(struct ito__table *t)
 {
-    ito__alloc_lock(t);
+    ito__table_lock(t);
     int n = 0;
     for (int i = 0; i < ITO__ALLOC_SLOTS; i++)
         n += t->slot[i].state == ITO__SLOT_USED;
-    ito__alloc_unlock(t);
+    ito__table_unlock(t);
     return n;
 }
 
@@ -67,13 +67,13 @@ static pid_t child_join(int want, bool hold_lock)
     CHECK(pid >= 0);
     if (pid == 0) {
         close(p[0]);
-        struct ito__alloc_table *t = open_table();
+        struct ito__table *t = open_table();
         int slot;
         uint64_t serial;
-        struct ito__alloc_hints h = hints(want, 0);
-        OK(ito__alloc_join(t, &h, &slot, &serial));
+        struct ito__table_hints h = hints(want, 0);
+        OK(ito__table_join(t, &h, &slot, &serial));
         if (hold_lock)
-            ito__alloc_lock(t);
+            ito__table_lock(t);
         CHECK(write(p[1], "r", 1) == 1);
         for (;;)
             pause();
@@ -95,20 +95,20 @@ static void reap(pid_t pid, bool killed)
 
 /* Divide: drops the dead, as a process's agent does twice a second while it
  * wants more than it holds. */
-static void sweep(struct ito__alloc_table *t)
+static void sweep(struct ito__table *t)
 {
-    ito__alloc_lock(t);
-    ito__alloc_divide(t);
-    ito__alloc_unlock(t);
+    ito__table_lock(t);
+    ito__table_divide(t);
+    ito__table_unlock(t);
 }
 
 static void join_leave_demand(void)
 {
-    struct ito__alloc_table *t = open_table();
+    struct ito__table *t = open_table();
     int slot;
     uint64_t serial;
-    struct ito__alloc_hints me = hints(ITO__ALLOC_MAX_CPUS, 0);
-    OK(ito__alloc_join(t, &me, &slot, &serial));
+    struct ito__table_hints me = hints(ITO__ALLOC_MAX_CPUS, 0);
+    OK(ito__table_join(t, &me, &slot, &serial));
     ncpu = ito__cpumask_count(&t->h.online);
     CHECK(ncpu >= 1);
     CHECK_EQ(grant_count(t, slot, serial), ncpu);   /* alone: everything */
@@ -126,18 +126,18 @@ static void join_leave_demand(void)
 
     /* Demand down and up: the other side's share follows. */
     me.want = 1;
-    OK(ito__alloc_post(t, slot, serial, &me));
+    OK(ito__table_post(t, slot, serial, &me));
     CHECK_EQ(grant_count(t, slot, serial), 1);
     me.want = ITO__ALLOC_MAX_CPUS;
-    OK(ito__alloc_post(t, slot, serial, &me));
+    OK(ito__table_post(t, slot, serial, &me));
     CHECK_EQ(grant_count(t, slot, serial), ncpu >= 2 ? (ncpu + 1) / 2 : 1);
 
     /* Priority: the higher one keeps everything it can use. */
     me.priority = 5;
-    OK(ito__alloc_post(t, slot, serial, &me));
+    OK(ito__table_post(t, slot, serial, &me));
     CHECK_EQ(grant_count(t, slot, serial), ncpu);
     me.priority = 0;
-    OK(ito__alloc_post(t, slot, serial, &me));
+    OK(ito__table_post(t, slot, serial, &me));
 
     /* Another process sleeping on the generation is woken by a change: the
      * child killed below, found gone by our sweep. */
@@ -145,7 +145,7 @@ static void join_leave_demand(void)
     pid_t waiter = fork();
     CHECK(waiter >= 0);
     if (waiter == 0) {
-        struct ito__alloc_table *wt = open_table();
+        struct ito__table *wt = open_table();
         uint64_t deadline = ito_now_ns() + 30000000000ull;
         while (atomic_load(&wt->h.generation) == gen && ito_now_ns() < deadline)
             ito__futex_wait_shared(&wt->h.generation, gen, deadline);
@@ -169,33 +169,33 @@ static void join_leave_demand(void)
     CHECK_EQ(used_slots(t), ITO__ALLOC_SLOTS);
     int s2;
     uint64_t ser2;
-    CHECK_EQ(ito__alloc_join(t, &me, &s2, &ser2), ENOSPC);
+    CHECK_EQ(ito__table_join(t, &me, &s2, &ser2), ENOSPC);
     CHECK(grant_count(t, slot, serial) >= 1);
     for (int i = 0; i < ITO__ALLOC_SLOTS - 1; i++)
         kill(kids[i], SIGKILL);
     for (int i = 0; i < ITO__ALLOC_SLOTS - 1; i++)
         reap(kids[i], true);
-    OK(ito__alloc_join(t, &me, &s2, &ser2));   /* room made from the dead */
-    ito__alloc_leave(t, s2, ser2);
+    OK(ito__table_join(t, &me, &s2, &ser2));   /* room made from the dead */
+    ito__table_leave(t, s2, ser2);
     CHECK_EQ(used_slots(t), 1);
-    ito__alloc_leave(t, slot, serial);
+    ito__table_leave(t, slot, serial);
     CHECK_EQ(used_slots(t), 0);
-    ito__alloc_table_close(t);
+    ito__table_close(t);
     printf("alloc_table: join, leave, demand, priority, full table: ok (%d processors)\n", ncpu);
 }
 
 static void killed_holding_lock(void)
 {
-    struct ito__alloc_table *t = open_table();
+    struct ito__table *t = open_table();
     pid_t c = child_join(ITO__ALLOC_MAX_CPUS, true);
     uint64_t takeovers = t->h.takeovers;
     kill(c, SIGKILL);
     reap(c, true);
     uint64_t t0 = ito_now_ns();
-    CHECK(ito__alloc_lock(t));   /* taken over: the caller must divide */
+    CHECK(ito__table_lock(t));   /* taken over: the caller must divide */
     CHECK_EQ(t->h.takeovers, takeovers + 1);
-    ito__alloc_divide(t);
-    ito__alloc_unlock(t);
+    ito__table_divide(t);
+    ito__table_unlock(t);
     CHECK_EQ(used_slots(t), 0);
     printf("alloc_table: a holder killed with the lock: taken over after %.1f ms\n", (ito_now_ns() - t0) / 1e6);
 
@@ -209,19 +209,19 @@ static void killed_holding_lock(void)
         pid_t pid = fork();
         CHECK(pid >= 0);
         if (pid == 0) {
-            struct ito__alloc_table *ct = open_table();
+            struct ito__table *ct = open_table();
             for (unsigned k = 0;; k++) {
                 int slot;
                 uint64_t serial;
-                struct ito__alloc_hints h = hints(1 + (int)(k % 4), (int)(k % 3));
-                if (ito__alloc_join(ct, &h, &slot, &serial) != 0)
+                struct ito__table_hints h = hints(1 + (int)(k % 4), (int)(k % 3));
+                if (ito__table_join(ct, &h, &slot, &serial) != 0)
                     continue;
                 h.want = 2;
-                ito__alloc_post(ct, slot, serial, &h);
+                ito__table_post(ct, slot, serial, &h);
                 ito__cpumask m;
                 uint32_t gen;
-                ito__alloc_grant(ct, slot, serial, &m, &gen, NULL);
-                ito__alloc_leave(ct, slot, serial);
+                ito__table_grant(ct, slot, serial, &m, &gen, NULL);
+                ito__table_leave(ct, slot, serial);
             }
         }
         usleep((useconds_t)(test_rand(&seed) % 3000));
@@ -232,19 +232,19 @@ static void killed_holding_lock(void)
     }
     printf("alloc_table: %d processes killed at random points; %llu lock takeovers, %llu rebuilds\n", rounds,
            (unsigned long long)t->h.takeovers, (unsigned long long)t->h.rebuilds);
-    ito__alloc_table_close(t);
+    ito__table_close(t);
 }
 
 static void garbage(void)
 {
-    struct ito__alloc_table *t = open_table();
+    struct ito__table *t = open_table();
     int slot;
     uint64_t serial;
-    struct ito__alloc_hints me = hints(ITO__ALLOC_MAX_CPUS, 0);
+    struct ito__table_hints me = hints(ITO__ALLOC_MAX_CPUS, 0);
     uint64_t seed = 7;
     int rounds = (int)test_scaled(200);
     for (int r = 0; r < rounds; r++) {
-        OK(ito__alloc_join(t, &me, &slot, &serial));
+        OK(ito__table_join(t, &me, &slot, &serial));
         unsigned char *p = (unsigned char *)t;
         switch (r % 4) {
         case 0:   /* everything, lock word included */
@@ -256,7 +256,7 @@ static void garbage(void)
                 p[i] = (unsigned char)test_rand(&seed);
             break;
         case 2: {   /* plausible values in our own slot */
-            struct ito__alloc_slot *s = &t->slot[slot];
+            struct ito__table_slot *s = &t->slot[slot];
             s->want = (int32_t)test_rand(&seed);
             s->priority = (int32_t)(test_rand(&seed) % 100) - 50;
             s->ngrant = (int32_t)(test_rand(&seed) % 3);
@@ -273,10 +273,10 @@ static void garbage(void)
          * not empty, or our slot is gone and we join again. */
         ito__cpumask m;
         uint32_t gen;
-        int e = ito__alloc_grant(t, slot, serial, &m, &gen, NULL);
+        int e = ito__table_grant(t, slot, serial, &m, &gen, NULL);
         if (e == ESRCH) {
-            OK(ito__alloc_join(t, &me, &slot, &serial));
-            OK(ito__alloc_grant(t, slot, serial, &m, &gen, NULL));
+            OK(ito__table_join(t, &me, &slot, &serial));
+            OK(ito__table_grant(t, slot, serial, &m, &gen, NULL));
         } else {
             OK(e);
         }
@@ -285,21 +285,21 @@ static void garbage(void)
         ito__cpumask inside;
         ito__cpumask_and(&inside, &m, &t->h.online);
         CHECK(ito__cpumask_equal(&inside, &m));
-        ito__alloc_leave(t, slot, serial);
+        ito__table_leave(t, slot, serial);
     }
     printf("alloc_table: %d rounds of garbage survived\n", rounds);
 
     /* A header of another layout version is rebuilt, not trusted. */
-    ito__alloc_lock(t);
-    ito__alloc_unlock(t);
+    ito__table_lock(t);
+    ito__table_unlock(t);
     uint64_t rebuilds = t->h.rebuilds;
     t->h.version = ITO__ALLOC_VERSION + 1;
-    CHECK(ito__alloc_lock(t));
-    ito__alloc_unlock(t);
+    CHECK(ito__table_lock(t));
+    ito__table_unlock(t);
     CHECK_EQ(t->h.version, ITO__ALLOC_VERSION);
     CHECK(t->h.rebuilds >= 1);   /* its counters are not trusted either */
     (void)rebuilds;
-    ito__alloc_table_close(t);
+    ito__table_close(t);
 }
 
 static void two_users(void)
@@ -309,7 +309,7 @@ static void two_users(void)
         return;
     }
     char mine[96], theirs[96];
-    ito__alloc_table_name(NULL, mine, sizeof mine);
+    ito__table_name(NULL, mine, sizeof mine);
     /* Another user's process uses another segment, and cannot open ours. */
     int p[2];
     CHECK(pipe(p) == 0);
@@ -317,9 +317,9 @@ static void two_users(void)
     CHECK(pid >= 0);
     if (pid == 0) {
         CHECK(setresgid(65534, 65534, 65534) == 0 && setresuid(65534, 65534, 65534) == 0);
-        ito__alloc_table_name(NULL, theirs, sizeof theirs);
-        struct ito__alloc_table *t;
-        int e = ito__alloc_table_open(name, &t);   /* ours: mode 0600, root's */
+        ito__table_name(NULL, theirs, sizeof theirs);
+        struct ito__table *t;
+        int e = ito__table_open(name, &t);   /* ours: mode 0600, root's */
         CHECK(write(p[1], theirs, sizeof theirs) == (ssize_t)sizeof theirs);
         CHECK(write(p[1], &e, sizeof e) == (ssize_t)sizeof e);
         _exit(0);
@@ -339,8 +339,8 @@ static void two_users(void)
     CHECK(fd >= 0);
     CHECK(fchown(fd, 65534, 65534) == 0);
     close(fd);
-    struct ito__alloc_table *t;
-    CHECK_EQ(ito__alloc_table_open(planted, &t), EACCES);
+    struct ito__table *t;
+    CHECK_EQ(ito__table_open(planted, &t), EACCES);
     shm_unlink(planted);
     printf("alloc_table: two users: %s and %s kept apart\n", mine, theirs);
 }

@@ -71,7 +71,7 @@ int main(int argc, char **argv)
             usage();
     }
     char name[160];
-    ito__alloc_table_name(domain, name, sizeof name);
+    ito__table_name(domain, name, sizeof name);
     int fd = shm_open(name, O_RDONLY, 0);
     if (fd < 0) {
         fprintf(stderr, "ito-ctl: no allocation table %s (%s): no ito process of this user has run %s\n", name,
@@ -79,20 +79,20 @@ int main(int argc, char **argv)
         return 2;
     }
     close(fd);
-    struct ito__alloc_table *t;
-    int e = ito__alloc_table_open(name, &t);
+    struct ito__table *t;
+    int e = ito__table_open(name, &t);
     if (e) {
         fprintf(stderr, "ito-ctl: cannot open %s: %s\n", name, strerror(e));
         return 2;
     }
-    static struct ito__alloc_table snap;
+    static struct ito__table snap;
     uint64_t last_realloc = 0;
     double last_t = 0;
     for (;;) {
-        ito__alloc_lock(t);
-        ito__alloc_divide(t);   /* drops the dead: none of them is shown */
+        ito__table_lock(t);
+        ito__table_divide(t);   /* drops the dead: none of them is shown */
         memcpy(&snap, t, sizeof snap);
-        ito__alloc_unlock(t);
+        ito__table_unlock(t);
         double now = now_s();
         double rate = last_t ? (double)(snap.h.reallocations - last_realloc) / (now - last_t) : 0;
         last_realloc = snap.h.reallocations;
@@ -110,7 +110,7 @@ int main(int argc, char **argv)
                (unsigned long long)snap.h.takeovers, (unsigned long long)snap.h.rebuilds);
         printf("%8s  %-16s %5s %5s %5s  %s\n", "PID", "NAME", "PRIO", "WANT", "HELD", "CPUS");
         for (int i = 0; i < ITO__ALLOC_SLOTS; i++) {
-            const struct ito__alloc_slot *s = &snap.slot[i];
+            const struct ito__table_slot *s = &snap.slot[i];
             if (s->state != ITO__SLOT_USED)
                 continue;
             char cpus[256];

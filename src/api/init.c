@@ -70,7 +70,7 @@ static void fill_hooks(void)
         .idle = ito__agent_idle,
         .revoked = ito__revoke_park,
         .rescue = ito__revoke_rescue,
-        .repin = ito__vproc_repin,
+        .repin = ito__revoke_repin,
         .forked = ito__weight_forked,
     };
 }

@@ -94,7 +94,7 @@
 #define LIVENESS_NS 500000000ull
 
 static struct {
-    struct ito__alloc_table *table;
+    struct ito__table *table;
     /* Written by the agent thread (and init); read at exit too. */
     _Atomic int slot;
     _Atomic uint64_t serial;
@@ -103,7 +103,7 @@ static struct {
     _Atomic uint32_t word;       /* private futex: demand or priority changed */
     _Atomic bool more;           /* work waited with no vproc free */
     _Atomic int priority;        /* ITO_PRIORITY, ito_alloc_set_priority */
-    struct ito__alloc_hints hints;
+    struct ito__table_hints hints;
     _Atomic int posted_want;
     int posted_priority;
     uint32_t applied;            /* the generation whose grant the vprocs follow */
@@ -389,7 +389,7 @@ static bool join(void)
     uint64_t serial;
     ag.posted_want = ag.hints.want;   /* before the hint: ito_alloc_info pairs them */
     note_hint();
-    int e = ito__alloc_join(ag.table, &ag.hints, &slot, &serial);
+    int e = ito__table_join(ag.table, &ag.hints, &slot, &serial);
     if (e) {
         static bool warned;
         if (!warned) {
@@ -419,7 +419,7 @@ static void sync_hints(void)
     ag.hints.priority = prio;
     ag.posted_want = want;
     note_hint();
-    if (ito__alloc_post(ag.table, ag.slot, ag.serial, &ag.hints) == ESRCH) {
+    if (ito__table_post(ag.table, ag.slot, ag.serial, &ag.hints) == ESRCH) {
         join();   /* the table was rebuilt: our slot is gone */
         return;
     }
@@ -430,11 +430,11 @@ static void sync_grant(void)
 {
     ito__cpumask m;
     uint32_t gen;
-    struct ito__alloc_view view;
-    if (ito__alloc_grant(ag.table, ag.slot, ag.serial, &m, &gen, &view) == ESRCH) {
+    struct ito__table_view view;
+    if (ito__table_grant(ag.table, ag.slot, ag.serial, &m, &gen, &view) == ESRCH) {
         if (!join())
             return;
-        if (ito__alloc_grant(ag.table, ag.slot, ag.serial, &m, &gen, &view) != 0)
+        if (ito__table_grant(ag.table, ag.slot, ag.serial, &m, &gen, &view) != 0)
             return;
     }
     ag.applied = gen;
@@ -537,9 +537,9 @@ static void *agent_main(void *arg)
             if (now >= next_check) {
                 /* A dead process's processors: a division drops it. */
                 next_check = now + LIVENESS_NS;
-                ito__alloc_lock(ag.table);
-                bool changed = ito__alloc_divide(ag.table);
-                ito__alloc_unlock(ag.table);
+                ito__table_lock(ag.table);
+                bool changed = ito__table_divide(ag.table);
+                ito__table_unlock(ag.table);
                 if (changed)
                     continue;
             }
@@ -554,7 +554,7 @@ static void leave(void)
     atomic_store(&ag.leaving, true);
     poke();
     if (ag.joined)
-        ito__alloc_leave(ag.table, ag.slot, ag.serial);
+        ito__table_leave(ag.table, ag.slot, ag.serial);
 }
 
 void ito__agent_configure(void)
@@ -580,8 +580,8 @@ void ito__agent_configure(void)
             domain = NULL;
         }
     }
-    ito__alloc_table_name(domain, name, sizeof name);
-    int e = ito__alloc_table_open(name, &ag.table);
+    ito__table_name(domain, name, sizeof name);
+    int e = ito__table_open(name, &ag.table);
     if (e) {
         ito__warn("cannot open the processor allocation table %s (%s); this process uses every CPU "
                   "it may, as with ITO_ALLOCATOR=0", name, strerror(e));
@@ -611,7 +611,7 @@ void ito__agent_start(void)
         ito__warn("cannot start the allocator's thread (%s); this process uses every CPU it may",
                   strerror(e));
         if (ag.joined)
-            ito__alloc_leave(ag.table, ag.slot, ag.serial);
+            ito__table_leave(ag.table, ag.slot, ag.serial);
         ag.joined = false;
         apply_all();
         return;

@@ -46,12 +46,12 @@ static int count_and(const ito__cpumask *a, const ito__cpumask *b)
 
 /* Scratch of one division; on the caller's stack (about 12 KiB). */
 struct division {
-    const struct ito__share_claim *claims;
-    ito__cpumask allow[ITO__SHARE_MAX_CLAIMS];   /* allowed & online (online if that is empty) */
-    int cap[ITO__SHARE_MAX_CLAIMS];              /* the most it may get */
-    int limit[ITO__SHARE_MAX_CLAIMS];            /* the most it may hold of the unwanted ones */
-    int count[ITO__SHARE_MAX_CLAIMS];            /* what it has got so far */
-    int level[ITO__SHARE_MAX_CLAIMS];            /* indices of the priority being divided */
+    const struct ito__divide_claim *claims;
+    ito__cpumask allow[ITO__DIVIDE_MAX_CLAIMS];   /* allowed & online (online if that is empty) */
+    int cap[ITO__DIVIDE_MAX_CLAIMS];              /* the most it may get */
+    int limit[ITO__DIVIDE_MAX_CLAIMS];            /* the most it may hold of the unwanted ones */
+    int count[ITO__DIVIDE_MAX_CLAIMS];            /* what it has got so far */
+    int level[ITO__DIVIDE_MAX_CLAIMS];            /* indices of the priority being divided */
     int nlevel;
     short holders[ITO__ALLOC_MAX_CPUS];          /* processes holding each processor */
     short owner[ITO__ALLOC_MAX_CPUS];            /* the first of them */
@@ -102,7 +102,7 @@ static int choose(struct division *d, int i)
             if (j == i || d->count[j] >= d->cap[j])
                 continue;
             if (ito__cpumask_has(&d->claims[j].held, cpu))
-                rivals += ITO__SHARE_MAX_CLAIMS;   /* taking it would move it */
+                rivals += ITO__DIVIDE_MAX_CLAIMS;   /* taking it would move it */
             else if (ito__cpumask_has(&d->allow[j], cpu))
                 rivals++;
         }
@@ -161,12 +161,12 @@ static void at_least_one(struct division *d, ito__cpumask *grant, int i)
     d->count[i]++;
 }
 
-void ito__share_divide(const struct ito__share_claim *claims, int n, const ito__cpumask *online,
+void ito__divide(const struct ito__divide_claim *claims, int n, const ito__cpumask *online,
                        ito__cpumask *grant)
 {
     struct division d;
-    if (n > ITO__SHARE_MAX_CLAIMS)
-        n = ITO__SHARE_MAX_CLAIMS;
+    if (n > ITO__DIVIDE_MAX_CLAIMS)
+        n = ITO__DIVIDE_MAX_CLAIMS;
     d.claims = claims;
     d.free = *online;
     memset(d.holders, 0, sizeof d.holders);
@@ -188,7 +188,7 @@ void ito__share_divide(const struct ito__share_claim *claims, int n, const ito__
     }
 
     /* Priorities from the highest down. */
-    bool done[ITO__SHARE_MAX_CLAIMS] = { false };
+    bool done[ITO__DIVIDE_MAX_CLAIMS] = { false };
     for (;;) {
         int top = -1;
         for (int i = 0; i < n; i++)

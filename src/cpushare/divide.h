@@ -6,10 +6,10 @@
 #include "cpushare/cpumask.h"
 
 /* The most processes one division takes (the allocation table's slots). */
-#define ITO__SHARE_MAX_CLAIMS 64
+#define ITO__DIVIDE_MAX_CLAIMS 64
 
 /* One process as the division sees it. */
-struct ito__share_claim {
+struct ito__divide_claim {
     int priority;          /* higher goes first */
     int want;              /* processors it could use now (0: idle); one, shared, is given regardless */
     int quota;             /* at most this many (its CPU quota); <= 0: no quota */
@@ -18,10 +18,10 @@ struct ito__share_claim {
     ito__cpumask held;     /* what it holds now: kept where the division allows */
 };
 
-/* Divide `online` among claims[0..n) (n <= ITO__SHARE_MAX_CLAIMS): grant[i]
+/* Divide `online` among claims[0..n) (n <= ITO__DIVIDE_MAX_CLAIMS): grant[i]
  * gets the CPUs of claims[i]. Deterministic: the same input gives the same
  * output. */
-void ito__share_divide(const struct ito__share_claim *claims, int n, const ito__cpumask *online,
+void ito__divide(const struct ito__divide_claim *claims, int n, const ito__cpumask *online,
                        ito__cpumask *grant);
 
 #endif

@@ -92,7 +92,7 @@ static void pin_granted(struct ito__vproc *vp, bool always)
     }
 }
 
-void ito__vproc_repin(struct ito__vproc *vp)
+void ito__revoke_repin(struct ito__vproc *vp)
 {
     pin_granted(vp, false);
 }

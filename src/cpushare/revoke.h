@@ -12,6 +12,6 @@ void ito__revoke_park(struct ito__activation *act);
 void ito__revoke_rescue(struct ito__vproc *vp);
 /* Pin the calling carrier of vp to the CPU the allocator gave it, if that
  * changed (the owner). */
-void ito__vproc_repin(struct ito__vproc *vp);
+void ito__revoke_repin(struct ito__vproc *vp);
 
 #endif

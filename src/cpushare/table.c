@@ -70,12 +70,12 @@
 
 /* The layout is an ABI between processes: pin it. */
 _Static_assert(sizeof(ito__cpumask) == 128, "cpumask layout");
-_Static_assert(offsetof(struct ito__alloc_slot, allowed) == 40, "slot layout");
-_Static_assert(sizeof(struct ito__alloc_slot) == 328, "slot layout");
-_Static_assert(offsetof(struct ito__alloc_header, lock) == 24, "header layout");
-_Static_assert(offsetof(struct ito__alloc_header, online) == 80, "header layout");
-_Static_assert(sizeof(struct ito__alloc_header) == 208, "header layout");
-_Static_assert(sizeof(struct ito__alloc_table) == 208 + 64 * 328, "table layout");
+_Static_assert(offsetof(struct ito__table_slot, allowed) == 40, "slot layout");
+_Static_assert(sizeof(struct ito__table_slot) == 328, "slot layout");
+_Static_assert(offsetof(struct ito__table_header, lock) == 24, "header layout");
+_Static_assert(offsetof(struct ito__table_header, online) == 80, "header layout");
+_Static_assert(sizeof(struct ito__table_header) == 208, "header layout");
+_Static_assert(sizeof(struct ito__table) == 208 + 64 * 328, "table layout");
 
 /* Linux's largest pid_max (PID_MAX_LIMIT on 64-bit). */
 #define PID_LIMIT 4194304
@@ -84,7 +84,7 @@ _Static_assert(sizeof(struct ito__alloc_table) == 208 + 64 * 328, "table layout"
 
 /* ------------------------------------------------------------- processes */
 
-uint64_t ito__alloc_start_time(pid_t pid)
+uint64_t ito__table_start_time(pid_t pid)
 {
     char buf[1024];
     if (pid <= 0 || pid > PID_LIMIT)
@@ -94,9 +94,9 @@ uint64_t ito__alloc_start_time(pid_t pid)
     return start ? strtoull(start, NULL, 10) : 0;
 }
 
-bool ito__alloc_alive(pid_t pid, uint64_t start_time)
+bool ito__table_alive(pid_t pid, uint64_t start_time)
 {
-    uint64_t st = ito__alloc_start_time(pid);
+    uint64_t st = ito__table_start_time(pid);
     return st != 0 && st == start_time;
 }
 
@@ -106,7 +106,7 @@ static uint64_t lock_id(void)
     static __thread uint64_t id;
     if (!id) {
         pid_t tid = (pid_t)syscall(SYS_gettid);
-        id = (uint64_t)(uint32_t)ito__alloc_start_time(tid) << 32 | (uint32_t)tid;
+        id = (uint64_t)(uint32_t)ito__table_start_time(tid) << 32 | (uint32_t)tid;
     }
     return id;
 }
@@ -114,13 +114,13 @@ static uint64_t lock_id(void)
 static bool holder_alive(uint64_t id)
 {
     pid_t tid = (pid_t)(uint32_t)id;
-    uint64_t st = ito__alloc_start_time(tid);
+    uint64_t st = ito__table_start_time(tid);
     return st != 0 && (uint32_t)st == (uint32_t)(id >> 32);
 }
 
 /* ------------------------------------------------------------- segment */
 
-void ito__alloc_table_name(const char *domain, char *buf, size_t len)
+void ito__table_name(const char *domain, char *buf, size_t len)
 {
     if (domain && *domain)
         snprintf(buf, len, "/ito-alloc-%u-%s-v%d", (unsigned)geteuid(), domain, ITO__ALLOC_VERSION);
@@ -128,11 +128,11 @@ void ito__alloc_table_name(const char *domain, char *buf, size_t len)
         snprintf(buf, len, "/ito-alloc-%u-v%d", (unsigned)geteuid(), ITO__ALLOC_VERSION);
 }
 
-int ito__alloc_table_open(const char *name, struct ito__alloc_table **out)
+int ito__table_open(const char *name, struct ito__table **out)
 {
     char dflt[96];
     if (!name) {
-        ito__alloc_table_name(NULL, dflt, sizeof dflt);
+        ito__table_name(NULL, dflt, sizeof dflt);
         name = dflt;
     }
     int fd = shm_open(name, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
@@ -151,12 +151,12 @@ int ito__alloc_table_open(const char *name, struct ito__alloc_table **out)
     }
     if ((st.st_mode & 077) != 0)
         fchmod(fd, 0600);
-    if ((size_t)st.st_size < sizeof(struct ito__alloc_table) && ftruncate(fd, sizeof(struct ito__alloc_table)) != 0) {
+    if ((size_t)st.st_size < sizeof(struct ito__table) && ftruncate(fd, sizeof(struct ito__table)) != 0) {
         int e = errno;
         close(fd);
         return e;
     }
-    void *p = mmap(NULL, sizeof(struct ito__alloc_table), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    void *p = mmap(NULL, sizeof(struct ito__table), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     int e = errno;
     close(fd);
     if (p == MAP_FAILED)
@@ -165,7 +165,7 @@ int ito__alloc_table_open(const char *name, struct ito__alloc_table **out)
     return 0;
 }
 
-void ito__alloc_table_close(struct ito__alloc_table *t)
+void ito__table_close(struct ito__table *t)
 {
     if (t)
         munmap(t, sizeof *t);
@@ -173,13 +173,13 @@ void ito__alloc_table_close(struct ito__alloc_table *t)
 
 /* ------------------------------------------------------------- checking */
 
-static bool header_ok(const struct ito__alloc_header *h)
+static bool header_ok(const struct ito__table_header *h)
 {
-    return h->magic == ITO__ALLOC_MAGIC && h->version == ITO__ALLOC_VERSION && h->size == sizeof(struct ito__alloc_table) &&
+    return h->magic == ITO__ALLOC_MAGIC && h->version == ITO__ALLOC_VERSION && h->size == sizeof(struct ito__table) &&
            h->nslots == ITO__ALLOC_SLOTS && h->ncpus == ITO__ALLOC_MAX_CPUS;
 }
 
-static bool slot_ok(const struct ito__alloc_slot *s)
+static bool slot_ok(const struct ito__table_slot *s)
 {
     if (s->state == ITO__SLOT_FREE)
         return true;
@@ -196,20 +196,20 @@ static __thread bool announced;
 /* Tell every process to look again at its grant and view. Release: what
  * was written under the lock before the new generation (the lock orders it
  * anyway; see the essay). The sleepers are woken only once the lock is free
- * (ito__alloc_unlock): each of them takes it at once to read its grant, and
+ * (ito__table_unlock): each of them takes it at once to read its grant, and
  * a sleeper woken while we hold it would wait for us — behind its own
  * wake-up, which preempts us (the agent's short slice): traces of
  * bench/realloc showed agents waiting milliseconds so. */
-static void announce(struct ito__alloc_header *h)
+static void announce(struct ito__table_header *h)
 {
     atomic_fetch_add_explicit(&h->generation, 1, memory_order_release);
     announced = true;
 }
 
 /* Reset the whole table (the lock stays ours). */
-static void rebuild(struct ito__alloc_table *t)
+static void rebuild(struct ito__table *t)
 {
-    struct ito__alloc_header *h = &t->h;
+    struct ito__table_header *h = &t->h;
     bool sane = h->magic == ITO__ALLOC_MAGIC && h->version == ITO__ALLOC_VERSION;
     uint64_t rebuilds = sane ? h->rebuilds : 0, takeovers = sane ? h->takeovers : 0;
     memset(t->slot, 0, sizeof t->slot);
@@ -228,14 +228,14 @@ static void rebuild(struct ito__alloc_table *t)
 
 /* ------------------------------------------------------------- the lock */
 
-bool ito__alloc_lock(struct ito__alloc_table *t)
+bool ito__table_lock(struct ito__table *t)
 {
-    struct ito__alloc_header *h = &t->h;
+    struct ito__table_header *h = &t->h;
     uint64_t me = lock_id();
     bool takeover = false;
     for (;;) {
         uint64_t cur = 0;
-        /* Acquire pairs with the release store of ito__alloc_unlock. */
+        /* Acquire pairs with the release store of ito__table_unlock. */
         if (atomic_compare_exchange_strong_explicit(&h->lock, &cur, me, memory_order_acquire, memory_order_relaxed))
             break;
         uint32_t seq = atomic_load_explicit(&h->lock_seq, memory_order_relaxed);
@@ -273,9 +273,9 @@ bool ito__alloc_lock(struct ito__alloc_table *t)
     return fixed;
 }
 
-void ito__alloc_unlock(struct ito__alloc_table *t)
+void ito__table_unlock(struct ito__table *t)
 {
-    /* Release pairs with the acquire CAS of ito__alloc_lock. */
+    /* Release pairs with the acquire CAS of ito__table_lock. */
     atomic_store_explicit(&t->h.lock, 0, memory_order_release);
     atomic_fetch_add_explicit(&t->h.lock_seq, 1, memory_order_relaxed);
     ito__futex_wake_shared(&t->h.lock_seq, 1);
@@ -316,10 +316,10 @@ static void online_cpus(ito__cpumask *m)
     }
 }
 
-bool ito__alloc_divide(struct ito__alloc_table *t)
+bool ito__table_divide(struct ito__table *t)
 {
     struct scratch {
-        struct ito__share_claim claims[ITO__ALLOC_SLOTS];
+        struct ito__divide_claim claims[ITO__ALLOC_SLOTS];
         ito__cpumask grant[ITO__ALLOC_SLOTS];
         int idx[ITO__ALLOC_SLOTS];
     } *w = malloc(sizeof *w);
@@ -330,21 +330,21 @@ bool ito__alloc_divide(struct ito__alloc_table *t)
     ito__cpumask online;
     online_cpus(&online);
     for (int i = 0; i < ITO__ALLOC_SLOTS; i++) {
-        struct ito__alloc_slot *s = &t->slot[i];
+        struct ito__table_slot *s = &t->slot[i];
         if (s->state != ITO__SLOT_USED)
             continue;
-        if (!ito__alloc_alive(s->pid, s->start_time)) {
+        if (!ito__table_alive(s->pid, s->start_time)) {
             memset(s, 0, sizeof *s);   /* gone: its processors go to the others */
             changed = true;
             continue;
         }
-        w->claims[n] = (struct ito__share_claim){ .priority = s->priority, .want = s->want, .quota = s->quota,
+        w->claims[n] = (struct ito__divide_claim){ .priority = s->priority, .want = s->want, .quota = s->quota,
                                                   .max = s->vprocs, .allowed = s->allowed, .held = s->grant };
         w->idx[n++] = i;
     }
-    ito__share_divide(w->claims, n, &online, w->grant);
+    ito__divide(w->claims, n, &online, w->grant);
     for (int k = 0; k < n; k++) {
-        struct ito__alloc_slot *s = &t->slot[w->idx[k]];
+        struct ito__table_slot *s = &t->slot[w->idx[k]];
         if (!ito__cpumask_equal(&s->grant, &w->grant[k])) {
             s->grant = w->grant[k];
             s->ngrant = ito__cpumask_count(&w->grant[k]);
@@ -365,15 +365,15 @@ bool ito__alloc_divide(struct ito__alloc_table *t)
 /* ------------------------------------------------------------- a process */
 
 /* Is slot i still (pid, serial)'s? Under the lock. */
-static struct ito__alloc_slot *mine(struct ito__alloc_table *t, int i, uint64_t serial)
+static struct ito__table_slot *mine(struct ito__table *t, int i, uint64_t serial)
 {
     if (i < 0 || i >= ITO__ALLOC_SLOTS)
         return NULL;
-    struct ito__alloc_slot *s = &t->slot[i];
+    struct ito__table_slot *s = &t->slot[i];
     return s->state == ITO__SLOT_USED && s->serial == serial && s->pid == getpid() ? s : NULL;
 }
 
-static void fill(struct ito__alloc_slot *s, const struct ito__alloc_hints *hi)
+static void fill(struct ito__table_slot *s, const struct ito__table_hints *hi)
 {
     s->priority = hi->priority < ITO_ALLOC_PRIORITY_MIN   ? ITO_ALLOC_PRIORITY_MIN
                   : hi->priority > ITO_ALLOC_PRIORITY_MAX ? ITO_ALLOC_PRIORITY_MAX
@@ -384,29 +384,29 @@ static void fill(struct ito__alloc_slot *s, const struct ito__alloc_hints *hi)
     s->allowed = hi->allowed;
 }
 
-int ito__alloc_join(struct ito__alloc_table *t, const struct ito__alloc_hints *hi, int *slot, uint64_t *serial)
+int ito__table_join(struct ito__table *t, const struct ito__table_hints *hi, int *slot, uint64_t *serial)
 {
     pid_t pid = getpid();
-    uint64_t start = ito__alloc_start_time(pid);
+    uint64_t start = ito__table_start_time(pid);
     if (!start)
         return ESRCH;   /* no /proc */
-    ito__alloc_lock(t);
+    ito__table_lock(t);
     int free_i = -1;
     for (int i = 0; i < ITO__ALLOC_SLOTS && free_i < 0; i++)
         if (t->slot[i].state == ITO__SLOT_FREE)
             free_i = i;
     if (free_i < 0) {
         /* Full: make room from the dead, if any. */
-        ito__alloc_divide(t);
+        ito__table_divide(t);
         for (int i = 0; i < ITO__ALLOC_SLOTS && free_i < 0; i++)
             if (t->slot[i].state == ITO__SLOT_FREE)
                 free_i = i;
     }
     if (free_i < 0) {
-        ito__alloc_unlock(t);
+        ito__table_unlock(t);
         return ENOSPC;
     }
-    struct ito__alloc_slot *s = &t->slot[free_i];
+    struct ito__table_slot *s = &t->slot[free_i];
     memset(s, 0, sizeof *s);
     s->state = ITO__SLOT_USED;
     s->pid = pid;
@@ -417,53 +417,53 @@ int ito__alloc_join(struct ito__alloc_table *t, const struct ito__alloc_hints *h
     fill(s, hi);
     *slot = free_i;
     *serial = s->serial;
-    ito__alloc_divide(t);
-    ito__alloc_unlock(t);
+    ito__table_divide(t);
+    ito__table_unlock(t);
     return 0;
 }
 
-int ito__alloc_post(struct ito__alloc_table *t, int slot, uint64_t serial, const struct ito__alloc_hints *hi)
+int ito__table_post(struct ito__table *t, int slot, uint64_t serial, const struct ito__table_hints *hi)
 {
-    bool fixed = ito__alloc_lock(t);
-    struct ito__alloc_slot *s = mine(t, slot, serial);
+    bool fixed = ito__table_lock(t);
+    struct ito__table_slot *s = mine(t, slot, serial);
     if (s) {
-        struct ito__alloc_slot before = *s;
+        struct ito__table_slot before = *s;
         fill(s, hi);
         if (fixed || s->want != before.want || s->priority != before.priority || s->quota != before.quota ||
             !ito__cpumask_equal(&s->allowed, &before.allowed)) {
             /* A new priority may change who is above whom on a shared
              * processor (the view's shared_above) with the same grants. */
-            if (!ito__alloc_divide(t) && s->priority != before.priority)
+            if (!ito__table_divide(t) && s->priority != before.priority)
                 announce(&t->h);
         }
     } else if (fixed) {
-        ito__alloc_divide(t);
+        ito__table_divide(t);
     }
-    ito__alloc_unlock(t);
+    ito__table_unlock(t);
     return s ? 0 : ESRCH;
 }
 
-void ito__alloc_leave(struct ito__alloc_table *t, int slot, uint64_t serial)
+void ito__table_leave(struct ito__table *t, int slot, uint64_t serial)
 {
-    ito__alloc_lock(t);
-    struct ito__alloc_slot *s = mine(t, slot, serial);
+    ito__table_lock(t);
+    struct ito__table_slot *s = mine(t, slot, serial);
     if (s)
         memset(s, 0, sizeof *s);
-    if (!ito__alloc_divide(t) && s)
+    if (!ito__table_divide(t) && s)
         announce(&t->h);   /* whom it was above may change, with the same grants */
-    ito__alloc_unlock(t);
+    ito__table_unlock(t);
 }
 
-int ito__alloc_grant(struct ito__alloc_table *t, int slot, uint64_t serial, ito__cpumask *out, uint32_t *generation,
-                     struct ito__alloc_view *view)
+int ito__table_grant(struct ito__table *t, int slot, uint64_t serial, ito__cpumask *out, uint32_t *generation,
+                     struct ito__table_view *view)
 {
     /* Acquire pairs with the release increment of a division (the lock
      * below orders the grant itself). */
     *generation = atomic_load_explicit(&t->h.generation, memory_order_acquire);
-    bool fixed = ito__alloc_lock(t);
+    bool fixed = ito__table_lock(t);
     if (fixed)
-        ito__alloc_divide(t);
-    struct ito__alloc_slot *s = mine(t, slot, serial);
+        ito__table_divide(t);
+    struct ito__table_slot *s = mine(t, slot, serial);
     if (s) {
         /* Checked like everything else read from the segment. */
         ito__cpumask_and(out, &s->grant, &t->h.online);
@@ -477,12 +477,12 @@ int ito__alloc_grant(struct ito__alloc_table *t, int slot, uint64_t serial, ito_
         view->reallocations = t->h.reallocations;
         ito__cpumask_zero(&view->shared_above);
         for (int i = 0; s && i < ITO__ALLOC_SLOTS; i++) {
-            const struct ito__alloc_slot *o = &t->slot[i];
+            const struct ito__table_slot *o = &t->slot[i];
             if (o != s && o->state == ITO__SLOT_USED && o->priority > s->priority)
                 for (int w = 0; w < ITO__CPUMASK_WORDS; w++)
                     view->shared_above.w[w] |= o->grant.w[w] & out->w[w];
         }
     }
-    ito__alloc_unlock(t);
+    ito__table_unlock(t);
     return s ? 0 : ESRCH;
 }

@@ -17,7 +17,7 @@
 
 #define ITO__ALLOC_MAGIC 0x636f6c6c61746f69ull   /* "itoalloc", little-endian */
 #define ITO__ALLOC_VERSION 1                      /* also in the segment's name */
-#define ITO__ALLOC_SLOTS ITO__SHARE_MAX_CLAIMS
+#define ITO__ALLOC_SLOTS ITO__DIVIDE_MAX_CLAIMS
 /* Process priorities (ITO_PRIORITY): ITO_ALLOC_PRIORITY_MIN..MAX (ito.h);
  * higher is served first. */
 #define ITO__ALLOC_NAME_LEN 16
@@ -27,7 +27,7 @@ enum { ITO__SLOT_FREE = 0, ITO__SLOT_USED = 1 };
 /* One process. Written by its owner (want, priority) and by whoever divides
  * (grant), always under the table's lock; read without it only by ito-ctl
  * and by the owner looking up its grant (then checked, table.c). */
-struct ito__alloc_slot {
+struct ito__table_slot {
     uint32_t state;                   /* ITO__SLOT_* */
     int32_t pid;
     uint64_t start_time;              /* the process's, from /proc/PID/stat: pid + this = liveness */
@@ -44,10 +44,10 @@ struct ito__alloc_slot {
     uint64_t grant_changes;           /* divisions that changed its grant */
 };
 
-struct ito__alloc_header {
+struct ito__table_header {
     uint64_t magic;                   /* ITO__ALLOC_MAGIC */
     uint32_t version;                 /* ITO__ALLOC_VERSION */
-    uint32_t size;                    /* sizeof(struct ito__alloc_table) */
+    uint32_t size;                    /* sizeof(struct ito__table) */
     uint32_t nslots;                  /* ITO__ALLOC_SLOTS */
     uint32_t ncpus;                   /* ITO__ALLOC_MAX_CPUS */
     /* The lock: the holder's thread id in the low half and the low 32 bits
@@ -66,32 +66,32 @@ struct ito__alloc_header {
     ito__cpumask online;              /* lock: the processors divided last time */
 };
 
-struct ito__alloc_table {
-    struct ito__alloc_header h;
-    struct ito__alloc_slot slot[ITO__ALLOC_SLOTS];
+struct ito__table {
+    struct ito__table_header h;
+    struct ito__table_slot slot[ITO__ALLOC_SLOTS];
 };
 
 /* The table of `name` (NULL: this user's default, "/ito-alloc-UID-v1"),
  * created on demand with mode 0600. 0 or an errno value. */
-int ito__alloc_table_open(const char *name, struct ito__alloc_table **out);
-void ito__alloc_table_close(struct ito__alloc_table *t);
+int ito__table_open(const char *name, struct ito__table **out);
+void ito__table_close(struct ito__table *t);
 /* The segment name for a domain (ITO_ALLOC_DOMAIN) or the default. */
-void ito__alloc_table_name(const char *domain, char *buf, size_t len);
+void ito__table_name(const char *domain, char *buf, size_t len);
 
 /* Take the lock; a holder that died is taken over. Then every field is
  * checked and a damaged table rebuilt. Returns true if it was rebuilt or
  * taken over: the caller must divide again. */
-bool ito__alloc_lock(struct ito__alloc_table *t);
-void ito__alloc_unlock(struct ito__alloc_table *t);
+bool ito__table_lock(struct ito__table *t);
+void ito__table_unlock(struct ito__table *t);
 
 /* Under the lock: drop the slots of processes that are gone, divide the
  * processors among the others, and if a grant changed, bump the generation
  * and wake every process. Returns whether a grant changed. */
-bool ito__alloc_divide(struct ito__alloc_table *t);
+bool ito__table_divide(struct ito__table *t);
 
 /* What a process posts: its hints (Table 3 of [SA]) and what they are
  * bounded by. */
-struct ito__alloc_hints {
+struct ito__table_hints {
     int priority;                     /* clamped to ITO_ALLOC_PRIORITY_MIN..MAX */
     int want;                         /* processors it could use now */
     int quota;                        /* its CPU quota in processors, 0: none */
@@ -102,14 +102,14 @@ struct ito__alloc_hints {
 
 /* Register this process: a slot, and a first division. ENOSPC: the table is
  * full of live processes. */
-int ito__alloc_join(struct ito__alloc_table *t, const struct ito__alloc_hints *hi, int *slot, uint64_t *serial);
+int ito__table_join(struct ito__table *t, const struct ito__table_hints *hi, int *slot, uint64_t *serial);
 /* Post new hints (divides if they changed). ESRCH: the slot is no longer
  * ours (the table was rebuilt): join again. */
-int ito__alloc_post(struct ito__alloc_table *t, int slot, uint64_t serial, const struct ito__alloc_hints *hi);
+int ito__table_post(struct ito__table *t, int slot, uint64_t serial, const struct ito__table_hints *hi);
 /* Give the slot up: its processors go to the others. */
-void ito__alloc_leave(struct ito__alloc_table *t, int slot, uint64_t serial);
+void ito__table_leave(struct ito__table *t, int slot, uint64_t serial);
 /* What a process may show of the table (ito_alloc_info). */
-struct ito__alloc_view {
+struct ito__table_view {
     int processes;             /* registered */
     uint64_t reallocations;    /* divisions that changed some grant */
     ito__cpumask shared_above; /* processors of this grant that a process of higher priority holds too */
@@ -118,13 +118,13 @@ struct ito__alloc_view {
  * generation it goes with: sleep on t->h.generation while it is unchanged.
  * view (may be NULL): filled under the same lock. ESRCH: the slot is no
  * longer ours. */
-int ito__alloc_grant(struct ito__alloc_table *t, int slot, uint64_t serial, ito__cpumask *out, uint32_t *generation,
-                     struct ito__alloc_view *view);
+int ito__table_grant(struct ito__table *t, int slot, uint64_t serial, ito__cpumask *out, uint32_t *generation,
+                     struct ito__table_view *view);
 
 /* A process's start time (clock ticks since boot, /proc/PID/stat field 22),
  * or 0 if there is no such process (or thread). */
-uint64_t ito__alloc_start_time(pid_t pid);
+uint64_t ito__table_start_time(pid_t pid);
 /* Is the process (or thread) pid with this start time still there? */
-bool ito__alloc_alive(pid_t pid, uint64_t start_time);
+bool ito__table_alive(pid_t pid, uint64_t start_time);
 
 #endif

@@ -83,7 +83,7 @@
  *
  * Doorbells. The monitor sleeps on ito__rt.monitor_asleep; a bracket that
  * begins, and the first vproc to get busy while the monitor sleeps for good,
- * ring it (ito__monitor_wake, ito__monitor_wake_busy). A carrier is poked —
+ * ring it (ito__carrier_wake_monitor, ito__carrier_wake_monitor_busy). A carrier is poked —
  * the time-slice signal with a tag — to look at its vproc's requests at once
  * (ito__carrier_poke: a revoked processor, a policy's request to give way).
  *
@@ -150,7 +150,7 @@ ITO_API void ito_blocking_begin(void)
      * stored, then the monitor's flag loaded. */
     ito__fence_light();
     if (ITO_UNLIKELY(atomic_load_explicit(&ito__rt.monitor_asleep, memory_order_relaxed)))
-        ito__monitor_wake();
+        ito__carrier_wake_monitor();
 }
 
 ITO_API void ito_blocking_end(void)
@@ -306,7 +306,7 @@ bool ito__carrier_steal(struct ito__vproc *vp, struct ito__activation *carrier, 
 
 /* ----------------------------------------------------------- doorbells */
 
-void ito__monitor_wake(void)
+void ito__carrier_wake_monitor(void)
 {
     uint32_t v = atomic_load_explicit(&ito__rt.monitor_asleep, memory_order_relaxed);
     if (v && atomic_compare_exchange_strong_explicit(&ito__rt.monitor_asleep, &v, 0, memory_order_relaxed,
@@ -314,7 +314,7 @@ void ito__monitor_wake(void)
         ito__futex_wake(&ito__rt.monitor_asleep, 1);
 }
 
-void ito__monitor_wake_busy(void)
+void ito__carrier_wake_monitor_busy(void)
 {
     uint32_t v = ITO__MONITOR_ASLEEP_LONG;
     if (atomic_compare_exchange_strong_explicit(&ito__rt.monitor_asleep, &v, ITO__MONITOR_WOKEN_BUSY,

@@ -46,10 +46,10 @@ bool ito__carrier_steal(struct ito__vproc *vp, struct ito__activation *carrier, 
 enum { ITO__MONITOR_ASLEEP = 1, ITO__MONITOR_ASLEEP_LONG = 2, ITO__MONITOR_WOKEN_BUSY = 3 };
 /* A blocking call began while the monitor sleeps: wake it (it looks again
  * at its fastest pace). */
-void ito__monitor_wake(void);
+void ito__carrier_wake_monitor(void);
 /* A vproc got busy while the monitor sleeps until woken: wake it (to watch
  * for stalls; a blocking call would wake it by itself). */
-void ito__monitor_wake_busy(void);
+void ito__carrier_wake_monitor_busy(void);
 
 /* si_value of the time-slice signal sent with SI_QUEUE to make a carrier
  * look at its vproc's requests now: revoked (cpushare/agent.c) or asked to

@@ -481,7 +481,7 @@ void ito__sched_loop(struct ito__activation *act)
         ito__fence_light();
         if (ITO_UNLIKELY(atomic_load_explicit(&ito__rt.monitor_asleep, memory_order_relaxed) ==
                          ITO__MONITOR_ASLEEP_LONG))
-            ito__monitor_wake_busy();
+            ito__carrier_wake_monitor_busy();
         switch_to(act, NULL, t, false);
         act = ito__activation_self();
     }
