@@ -3,8 +3,8 @@
  *
  * Activations are the vprocs' carriers, and spares: parked kernel threads
  * that the monitor (upcall/monitor.c) gives the vproc of a carrier blocked in
- * the kernel. A carrier that finds its vproc gone when its call returns
- * (runtime/carrier.c), or at its next critical section (runtime/carrier.c),
+ * the kernel. A carrier that finds its vproc gone, when its call returns
+ * or at its next critical section (runtime/carrier.c: the whole protocol),
  * becomes a spare in turn.
  *
  * Each activation has ito's one thread-local variable pointing at it, an

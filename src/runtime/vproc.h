@@ -135,11 +135,8 @@ struct ito__vproc {
     _Atomic uint32_t run_state ITO_ALIGNED_CACHELINE;   /* ITO__VP_*; the futex word of a sleeper */
     _Atomic uint64_t sleep_deadline;        /* when a sleeping vproc wakes by itself (0: never) */
     struct ito__timer_heap timers ITO_ALIGNED_CACHELINE;
-    /* The carrier: its activation's address | ITO__KS_*. The carrier stores
-     * KERNEL around a bracketed call and CASes it back to RUN
-     * (runtime/carrier.c); the monitor CASes KERNEL to (spare | RUN) to hand
-     * the vproc on, or RUN to STEAL and then to (spare | RUN) to take it
-     * from a carrier asleep in an unbracketed call (runtime/carrier.c). */
+    /* The carrier: its activation's address | ITO__KS_*; the protocol,
+     * with its transition table, is runtime/carrier.c. */
     _Atomic uintptr_t kstate ITO_ALIGNED_CACHELINE;
     _Atomic uint64_t kcalls;                /* blocking calls begun here (carrier; monitor reads) */
     /* The cross-process allocator (src/cpushare/agent.c) takes the vproc's

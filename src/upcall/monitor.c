@@ -5,13 +5,14 @@
  * blocked ([SA]'s "blocked" upcall). A vproc whose carrier sits in a slow
  * system call runs nothing, however many threads are ready.
  *
- * Approach (Go's sysmon and retake, with [SA]'s vocabulary). Threads
- * bracket calls that may block (ito_blocking_begin/end, runtime/carrier.c), which
- * mark the vproc's kstate with plain stores. A monitor kernel thread scans
- * the vprocs: a vproc seen in the same blocking call (same kcalls) at two
- * scans at least ITO__HANDOFF_NS apart, while threads could use it, is taken
- * with a CAS on kstate (old carrier | KERNEL -> spare | RUN) and given to a
- * spare activation, which carries it on from its scheduler loop. Spares are
+ * Approach (Go's sysmon and retake, with [SA]'s vocabulary). This file
+ * decides when a vproc changes carrier; how it changes — the kstate word,
+ * every transition, both sides — is runtime/carrier.c. Threads bracket
+ * calls that may block (ito_blocking_begin/end), which mark the vproc with
+ * plain stores. A monitor kernel thread scans the vprocs: a vproc seen in
+ * the same blocking call (same kcalls) at two scans at least ITO__HANDOFF_NS
+ * apart, while threads could use it, is handed to a spare activation
+ * (ito__carrier_hand_off), which carries it on from its scheduler loop. Spares are
  * parked kernel threads; the monitor keeps one ready in advance so that a
  * hand-off does not wait for pthread_create, and never lets the total exceed
  * ITO_MAX_ACTIVATIONS: at the cap a blocked carrier keeps its vproc (with a
@@ -40,18 +41,18 @@
  *
  * Stalls. A vproc that is BUSY, could use its carrier, has picked nothing
  * and whose carrier has used no CPU time for ITO__STALL_NS has a carrier
- * asleep in a call nobody bracketed, or in a page fault: runtime/carrier.c checks that
- * and takes the vproc the same way. Watching costs one CPU-clock read per
+ * asleep in a call nobody bracketed, or in a page fault: ito__carrier_steal
+ * checks that from outside and hands the vproc on the same way. Watching costs one CPU-clock read per
  * busy vproc per scan. The pace: while any vproc is busy the monitor never
  * sleeps for good; in a process where stalls happened within the last
  * second it scans at least every ITO__MONITOR_BUSY_NS and looks again
  * ITO__STALL_NS after a look that found a vproc had picked or run, so a
- * stall is handed off 1-2 ms in; elsewhere it backs off to ITO__MONITOR_MAX_NS like for bracketed
- * calls, and the first stall after a quiet spell takes up to two such
+ * stall is handed off 1-2 ms in; elsewhere it backs off to
+ * ITO__MONITOR_MAX_NS like for bracketed calls, and the first stall after a quiet spell takes up to two such
  * periods. On a virtual machine a timer wake-up costs tens of
  * microseconds of CPU time, so the pace, not the scan, is what costs
- * (docs/performance.md gives the monitor's share of a CPU). With every vproc idle
- * the monitor sleeps until the first to get busy wakes it (sched.c: one
+ * (docs/performance.md gives the monitor's share of a CPU). With every
+ * vproc idle the monitor sleeps until the first to get busy wakes it (sched.c: one
  * futex wake at most per scan period); where stalls happen lately it does
  * so at once, not only after backing off, and watches from that instant.
  *
