@@ -108,6 +108,8 @@ static int start(const ito_config_t *c, bool adopt)
     ito__rt.pin = pin;
     ito__rt.policy = pol;
     ito__rt.stats_cycles = ito__env_int("ITO_STATS_CYCLES", 0, 0, 1, false) != 0;
+    /* Hand-offs of blocked carriers (the monitor) and time slices. */
+    ito__rt.activations = ito__env_int("ITO_ACTIVATIONS", 1, 0, 1, false) != 0;
 
     int e = ito__stacks_init(stack);
     if (e)

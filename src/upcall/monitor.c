@@ -359,7 +359,6 @@ static void *monitor_main(void *arg)
 
 int ito__monitor_init(void)
 {
-    ito__rt.activations = ito__env_int("ITO_ACTIVATIONS", 1, 0, 1, false) != 0;
     long long dflt = ITO__MAX_ACTIVATIONS_DEFAULT;
     if (dflt < 2LL * ito__rt.nvprocs)
         dflt = 2LL * ito__rt.nvprocs;

@@ -4,7 +4,7 @@
 #ifndef ITO_UPCALL_MONITOR_H
 #define ITO_UPCALL_MONITOR_H
 
-/* Read ITO_ACTIVATIONS and ITO_MAX_ACTIVATIONS; start the monitor and one
+/* Read ITO_MAX_ACTIVATIONS; start the monitor and one
  * spare if activations are on. After the vprocs' carriers have started. */
 int ito__monitor_init(void);
 

@@ -280,7 +280,7 @@ static int parse_signal(const char *s)
 void ito__preempt_init(void)
 {
     long long us = ito__env_int("ITO_TIMESLICE_US", ITO__TIMESLICE_DEFAULT_US, 0, 10000000, false);
-    if (us == 0 || ito__env_int("ITO_ACTIVATIONS", 1, 0, 1, false) == 0)
+    if (us == 0 || !ito__rt.activations)
         return;   /* ITO_ACTIVATIONS=0 turns preemption off too */
     int sig = SIGURG;
     const char *name = ito__env_str("ITO_PREEMPT_SIGNAL");
