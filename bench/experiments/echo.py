@@ -1,6 +1,6 @@
 """Echo server (the issue): one thread per connection under a closed-loop load."""
 from harness.experiment import Experiment, first_data, run_notes
-from harness.fmt import Table, cpu_label, fmt_ratio, fmt_us
+from harness.fmt import Table, cpu_label, fmt_cell, fmt_ratio, fmt_us
 from harness.runner import Config
 from harness.targets import Target, target_note
 from experiments.kpingpong import relative
@@ -77,7 +77,8 @@ class Echo(Experiment):
             tput.append([format(conns, ","), rng(iq, rate), rng(pq, rate),
                          fmt_ratio(iq[0] / pq[0]) if iq[0] and pq[0] else "-"])
             lat.append([format(conns, ","), fmt_us(i.field_stats("p50_us")[0]), fmt_us(p.field_stats("p50_us")[0]),
-                        rng(i99, fmt_us), rng(p99, fmt_us), fmt_ratio(i99[0] / p99[0]) if i99[0] and p99[0] else "-"])
+                        fmt_cell(*i99, "us"), fmt_cell(*p99, "us"),
+                        fmt_ratio(i99[0] / p99[0]) if i99[0] and p99[0] else "-"])
         c = self.cfgs[0]
         d = first_data(self.cfgs)
         cap = ("64-byte messages, closed loop, %s warm-up + %s measured per run; server on %s, load generator "

@@ -1,7 +1,7 @@
 """N-body behind a buffer cache (seed 000 Fig. 3): run time against the
 share of the data in memory, a miss blocking 50 ms in the kernel."""
-from harness.experiment import Experiment, cell, first_data, run_notes
-from harness.fmt import Table, cpu_label
+from harness.experiment import Experiment, first_data, run_notes
+from harness.fmt import Table, cpu_label, secs_cell
 from harness.runner import Config
 from harness.stats import median_ratio
 from harness.targets import Target, target_note
@@ -118,7 +118,7 @@ class Fig3(Experiment):
                     continue
                 notes += run_notes(c, "fit %g, %s" % (fit, who))
                 f = [c.field_stats(x)[0] for x in ("misses", "max_inflight")]
-                rows.append([where if c is p else "", who, cell(c),
+                rows.append([where if c is p else "", who, secs_cell(*c.stats()),
                              "%.2fx" % r_pt if c is i and r_pt else "",
                              "%.2fx" % r_act if c is off and r_act else "",
                              "%g" % f[0] if f[0] is not None else "-", "%g" % f[1] if f[1] is not None else "-"])

@@ -3,7 +3,7 @@ affinity without and with groups, and POSIX threads."""
 import statistics
 
 from harness.experiment import Experiment, first_data, reps_str, run_notes
-from harness.fmt import Table, cpu_label, fmt_cell
+from harness.fmt import Table, cpu_label, secs_cell
 from harness.runner import Config
 from harness.stats import median_ratio
 from harness.targets import Target, target_note
@@ -121,7 +121,7 @@ class Groups(Experiment):
         times, caches, notes = [], [], []
         for c in cfgs:
             med = c.median()
-            times.append([c.label, c.cpus, fmt_cell(*c.stats()) if med else "-",
+            times.append([c.label, c.cpus, secs_cell(*c.stats()) if med else "-",
                           "%.2fx" % (fifo.median() / med) if fifo and fifo.median() and med else "-",
                           "%.2fx" % (pth.median() / med) if pth and pth.median() and med else "-", reps_str(c)])
             mm, mlo, mhi = misses(c)

@@ -47,19 +47,21 @@ class Handoff(Experiment):
                    pair="handoff/pthread", env={"ITO_ACTIVATIONS": "0"})]
 
     def tables(self, ctx):
-        headers = ["configuration", "impl", "p50 (min-max)", "p99", "max", "reps", "p50/floor", "target"]
-        rows, notes = [], []
+        headers = ["configuration", "p50 (min-max)", "p99", "max", "reps", "p50/floor", "target"]
+        rows, notes, p90s = [], [], []
         for c in self.cfgs:
             med, lo, hi = c.stats()
             p = ctx.by_key.get(c.pair)
             pm = p.median() if p else None
-            rows.append([c.label, c.impl, fmt_cell(med, lo, hi), fmt_us(c.field_stats("p99_us")[0]),
+            rows.append([c.label, fmt_cell(med, lo, hi), fmt_us(c.field_stats("p99_us")[0]),
                          fmt_us(c.field_stats("max_us")[0]), reps_str(c), fmt_ratio(med / pm) if pm and med else "",
                          target_cell(ctx.target_of(c.key))])
             notes += run_notes(c)
             p90 = c.field_stats("p90_us")[0]
             if p90 is not None:
-                notes.append("%s %s: p90 %s" % (c.impl, c.label, fmt_us(p90)))
+                p90s.append("%s %s" % (c.label, fmt_us(p90)))
+        if p90s:
+            notes.insert(0, "p90 (median over the runs): " + "; ".join(p90s))
         d = first_data(self.cfgs)
         return [Table(headers, rows, "latency from A entering nanosleep(%s us; plain calls: 10,000 us) (B already "
                       "made ready) to B running on the same processor; %s samples per run; p99, max (and p90 "

@@ -103,22 +103,22 @@ class Table5(Experiment):
         return cs
 
     def table(self, ctx, grain):
+        """A row per program: each configuration ran two at once."""
         by_key = ctx.by_key
-        headers = ["barriers", "implementation", "program 1", "program 2", "speedups", "sum", "sum/CPUs", "target"]
+        headers = ["barriers", "implementation", "prog.", "time (min-max)", "speedup", "sum", "sum/CPUs", "target"]
         rows, notes = [], []
         for c in self.cfgs:
             if c.impl == "seq" or not c.key.endswith("/" + grain):
                 continue
             sp = speedups(by_key, c.key)
-            cells = []
-            for f in ("seconds_0", "seconds_1"):
-                m, lo, hi = c.field_stats(f)
-                cells.append("%.2f s (%.2f-%.2f)" % (m, lo, hi) if m else "-")
             tid = "table5_%s_%s" % (c.group, grain) if c.key.startswith("table5/ito/") else None
             notes += run_notes(c, "%s barriers, %s" % (c.group, c.label))
-            rows.append([c.group, c.label] + cells +
-                        ["%.2f + %.2f" % sp if sp else "-", "%.2f" % sum(sp) if sp else "-",
-                         "%.2f" % (sum(sp) / c.cpus) if sp else "-", target_cell(ctx.target(tid)) if tid else ""])
+            for k, f in enumerate(("seconds_0", "seconds_1")):
+                m, lo, hi = c.field_stats(f)
+                rows.append([c.group if k == 0 else "", c.label if k == 0 else "", k + 1,
+                             "%.2f s (%.2f-%.2f)" % (m, lo, hi) if m else "-", "%.2f" % sp[k] if sp else "-"] +
+                            (["%.2f" % sum(sp) if sp else "-", "%.2f" % (sum(sp) / c.cpus) if sp else "-",
+                              target_cell(ctx.target(tid)) if tid else ""] if k == 0 else ["", "", ""]))
         seq = by_key.get("table5/seq/" + grain)
         if seq:
             notes = run_notes(seq, "sequential") + notes

@@ -31,6 +31,8 @@ def fmt_val(v, unit):
         return "-"
     if unit == "ns":
         return fmt_ns(v)
+    if unit == "us":
+        return fmt_ns(v * 1e3)
     if unit == "KiB":
         return "%.2f KiB" % v
     if unit == "x":
@@ -42,6 +44,8 @@ def fmt_range(lo, hi, unit):
     """min - max; durations share their unit when they can: 80.1-90.2 ns."""
     if lo is None:
         return "-"
+    if unit == "us":
+        return fmt_range(lo * 1e3, hi * 1e3, "ns")
     if unit == "ns":
         a, b = fmt_ns(lo).split(" "), fmt_ns(hi).split(" ")
         if a[1] == b[1]:
@@ -56,11 +60,20 @@ def fmt_cell(m, lo, hi, unit="ns"):
     """median (min-max), the unit said once where the three share it."""
     if m is None:
         return "-"
+    if unit == "us":
+        return fmt_cell(m * 1e3, lo * 1e3, hi * 1e3, "ns")
     if unit == "ns":
         a, b, c = fmt_ns(m).split(" "), fmt_ns(lo).split(" "), fmt_ns(hi).split(" ")
         if a[1] == b[1] == c[1]:
             return "%s %s (%s-%s)" % (a[0], a[1], b[0], c[0])
     return "%s (%s)" % (fmt_val(m, unit), fmt_range(lo, hi, unit))
+
+
+def secs_cell(m, lo, hi):
+    """A duration given in ns as seconds, median (min-max): 1.099 s (0.855-1.343)."""
+    if m is None:
+        return "-"
+    return "%.3f s (%.3f-%.3f)" % (m / 1e9, lo / 1e9, hi / 1e9)
 
 
 def fmt_ratio(r):
@@ -99,7 +112,8 @@ def wrap(text, indent="", width=WIDTH):
 class Table:
     """A table with a caption above it and notes below it (strings)."""
 
-    def __init__(self, headers, rows, caption="", notes=None):
+    def __init__(self, headers, rows, caption="", notes=None, flex=(0,)):
+        self.flex = flex      # the columns narrowed first where the table is too wide
         self.headers = headers
         self.rows = [[str(x) for x in r] for r in rows]
         self.caption = caption
@@ -112,6 +126,7 @@ class Table:
                 i = self.headers.index(name)
                 if not any(r[i] for r in self.rows):
                     self.headers = self.headers[:i] + self.headers[i + 1:]
+                    self.flex = tuple(j - (j > i) for j in self.flex if j != i)
                     self.rows = [r[:i] + r[i + 1:] for r in self.rows]
         return self
 
@@ -119,7 +134,7 @@ class Table:
         out = []
         if self.caption:
             out.append(wrap(self.caption, width=width))
-        out.append(text_table(self.headers, self.rows, width))
+        out.append(text_table(self.headers, self.rows, width, self.flex))
         out += [wrap(n, "  * ", width) for n in self.notes]
         return "\n".join(out)
 
@@ -134,23 +149,24 @@ class Table:
         return "\n".join(out)
 
 
-def text_table(headers, rows, width=WIDTH):
+def text_table(headers, rows, width=WIDTH, flex=(0,)):
     """Columns separated by two spaces; where the table would be wider than
-    `width`, the first column (what a row is) is narrowed first, then the
-    widest of the others, and their cells wrapped at spaces."""
+    `width`, the widest of the `flex` columns (text: what a row is) is
+    narrowed, down to 16 columns, then the widest of all, and their cells
+    wrapped at spaces."""
     cols = len(headers)
     cells = [headers] + rows
     want = [max(len(str(r[i])) for r in cells) for i in range(cols)]
     floor = [max([6] + [len(w) for r in cells for w in str(r[i]).split()]) for i in range(cols)]
-    floor[0] = max(floor[0], 16)
+    soft = [min(want[i], max(floor[i], 16)) if i in flex else want[i] for i in range(cols)]
     floor = [min(f, w) for f, w in zip(floor, want)]
     w = list(want)
-    while sum(w) + 2 * (cols - 1) > width:
-        i = 0 if w[0] > floor[0] else max((j for j in range(cols) if w[j] > floor[j]), key=lambda j: w[j],
-                                          default=None)
-        if i is None:
-            break
-        w[i] -= 1
+    for low in (soft, floor):
+        while sum(w) + 2 * (cols - 1) > width:
+            i = max((j for j in range(cols) if w[j] > low[j]), key=lambda j: w[j], default=None)
+            if i is None:
+                break
+            w[i] -= 1
 
     def lines(row):
         parts = [textwrap.wrap(str(x), w[i], break_on_hyphens=False) or [""] for i, x in enumerate(row)]

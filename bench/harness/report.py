@@ -94,4 +94,4 @@ def write_report(path, info, full, only, exps, ctx, targets, plot_err, failures,
 
 def targets_table(targets):
     return Table(["target", "ito (median)", "result", "note"],
-                 [[t["text"], fmt_value(t), met_str(t), t["note"]] for t in targets])
+                 [[t["text"], fmt_value(t), met_str(t), t["note"]] for t in targets], flex=(0, 3))

@@ -95,7 +95,10 @@ def target_note(t, what=None):
     s = "target: %s: %s" % (what or t["text"], met_str(t))
     if t["value"] is not None:
         s += " (%s)" % fmt_value(t)
-    return s + ("; " + t["note"] if t["note"] else "")
+    note = t["note"]
+    if note.startswith(met_str(t) + ": "):
+        note = note[len(met_str(t)) + 2:]
+    return s + ("; " + note if note else "")
 
 
 def fmt_value(t):
@@ -104,6 +107,8 @@ def fmt_value(t):
         return "-"
     if u == "ns":
         return fmt_ns(v)
+    if u == "us":
+        return fmt_ns(v * 1e3)
     if u == "KiB":
         return "%.2f KiB" % v
     if u == "x":
