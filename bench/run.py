@@ -183,7 +183,7 @@ def main():
     if failures:
         print("run.py: %d run(s) FAILED:" % len(failures))
         for f in failures:
-            print("  %s (rep %d): %s" % (f["argv"], f["rep"], f["error"]))
+            print(wrap("%s (rep %d): %s" % (f["argv"], f["rep"], f["error"]), "  "))
         bad = True
     if plot_err:
         print("run.py: " + plot_err)
