@@ -1,0 +1,1 @@
+"""One module per experiment (see harness/experiment.py and bench/README.md)."""
