@@ -1,6 +1,6 @@
 /*
- * forkmany — create COUNT threads, then join them all (seed 000 / 003 "fork
- * many"; with --count 1000 it is seed 003 Table 1, "1,000 thread-forks").
+ * forkmany — create COUNT threads, then join them all ([SA] / 003 "fork
+ * many"; with --count 1000 it is [STH Table 1], "1,000 thread-forks").
  * Prints the time per thread and the total.
  *
  *   forkmany --impl ito|pthread [--cpus N] [--count COUNT] [--exp forkmany|fork1000]

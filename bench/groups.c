@@ -1,5 +1,5 @@
 /*
- * groups — seed 004 §3 (SKY-1): threads that share data, under scheduling
+ * groups — [SKY §3] (SKY-1): threads that share data, under scheduling
  * strategies that do or do not keep them on one processor.
  *
  *   groups --impl ito|pthread [--groups off|on|pinned] [--cpus C]
@@ -18,7 +18,7 @@
  * the next member's word and, where its mask bit is set, adding (j + 1) to
  * its own word. So every line is shared by the group (each member reads a
  * word another one writes) and each member writes write-pct % of the lines it
- * touches: seed 004's "share of writes that invalidate another processor's
+ * touches: [SKY]'s "share of writes that invalidate another processor's
  * copy". After a turn the thread lets the others run:
  *   --sync yield  ito_yield / sched_yield (default): the members of a group
  *                 are all ready at once and interleave turn by turn;

@@ -1,5 +1,5 @@
 /*
- * handoff — how long a vproc stays lost to a blocked kernel call (seed 000's
+ * handoff — how long a vproc stays lost to a blocked kernel call ([SA]'s
  * "blocked" event): the time from a thread entering a blocking system call
  * to another, ready thread running on that processor.
  *

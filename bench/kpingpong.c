@@ -1,5 +1,5 @@
 /*
- * kpingpong — signal-wait through the kernel (seed 000 §5.2): two threads
+ * kpingpong — signal-wait through the kernel ([SA §5.2]): two threads
  * ping-pong one message with blocking reads and writes on two kernel
  * channels, one per direction. Prints the round trip: A writes, B's read
  * returns, B writes back, A's read returns.

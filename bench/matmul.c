@@ -1,6 +1,6 @@
 /*
  * matmul — C = A x B for n x n matrices of doubles, split among T threads
- * (seed 001 Figs. 4 and 5).
+ * ([LWP] Figs. 4 and 5).
  *
  *   matmul --impl ito|pthread|seq [--cpus N] [--n SIZE] [--threads T]
  *

@@ -1,5 +1,5 @@
 /*
- * nbody — Barnes–Hut N-body simulation in 2D (quadtree), seed 000 Fig. 2:
+ * nbody — Barnes–Hut N-body simulation in 2D (quadtree), [SA Fig. 2]:
  * speedup against a sequential version as processors are added.
  *
  *   nbody --impl seq|ito|pthread [--cpus N] [--n BODIES] [--steps S] [--grain G]
@@ -28,7 +28,7 @@
  *            bodies are split into equal contiguous ranges for the force and
  *            update phases.
  *
- * --sync (seed 000 Table 5: two programs at once): "fork" is the ito version
+ * --sync ([SA Table 5]: two programs at once): "fork" is the ito version
  * above (ito's default); "block" and "spin" run the worker version for
  * either implementation — one worker per CPU (ito: per vproc, ito threads,
  * not pinned by the program), barriers between phases. "block": the barrier

@@ -1,5 +1,5 @@
 /*
- * nbodycache — N-body with its data behind a buffer cache, seed 000 Fig. 3:
+ * nbodycache — N-body with its data behind a buffer cache, [SA Fig. 3]:
  * run time as the share of the data that fits in memory shrinks, when a
  * cache miss blocks a thread in the kernel for 50 ms.
  *

@@ -1,6 +1,6 @@
 /*
  * nullfork — create + join of an empty thread, one after another, N times
- * (seed 000 Table 4 "null fork"). Prints the mean cost of one create + join.
+ * ([SA Table 4] "null fork"). Prints the mean cost of one create + join.
  *
  *   nullfork --impl ito|pthread [--cpus N] [--n COUNT]
  *

@@ -1,6 +1,6 @@
 /*
  * procprio — two parallel programs of unequal priority on one machine
- * (seed 000 §4.1: processors go to the highest priority that can use them).
+ * ([SA §4.1]: processors go to the highest priority that can use them).
  *
  *   procprio --impl ito|pthread [--rounds R] [--round-us U] [--high-threads T]
  *

@@ -1,6 +1,6 @@
 /*
  * realloc — how long the cross-process allocator takes to move a processor
- * (seed 000 §4.1: "processor added" and "processor preempted").
+ * ([SA §4.1]: "processor added" and "processor preempted").
  *
  *   realloc [--rounds R] [--phase-ms P]
  *

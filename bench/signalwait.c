@@ -1,6 +1,6 @@
 /*
  * signalwait — two threads ping-pong through a mutex and two condition
- * variables with a turn variable (seed 000 Table 4 "signal-wait"). Prints the
+ * variables with a turn variable ([SA Table 4] "signal-wait"). Prints the
  * round trip: A hands the turn to B and B hands it back.
  *
  *   signalwait --impl ito|pthread --placement same|cross [--n ROUNDTRIPS] [--vprocs V]

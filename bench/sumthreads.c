@@ -1,5 +1,5 @@
 /*
- * sumthreads — seed 002 §7: a main thread spawns T threads that each sum n
+ * sumthreads — [SSH §7]: a main thread spawns T threads that each sum n
  * integers, then collects their results.
  *
  *   sumthreads --impl ito|pthread --threads T --n N [--cpus C]

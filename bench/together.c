@@ -1,6 +1,6 @@
 /*
  * together — several copies of a benchmark started at the same moment
- * (seed 000 Table 5: two parallel programs sharing a machine).
+ * ([SA Table 5]: two parallel programs sharing a machine).
  *
  *   together [--copies K] PROGRAM ARGS...
  *

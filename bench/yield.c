@@ -1,6 +1,6 @@
 /*
  * yield — two threads on one processor yield to each other; N yields in all
- * (seed 003 Table 2, "100,000 thread-yields"). Prints ns per yield.
+ * ([STH Table 2], "100,000 thread-yields"). Prints ns per yield.
  *
  *   yield --impl ito|pthread [--n YIELDS] [--vprocs V]
  *

@@ -1,4 +1,4 @@
-"""Seed 002 sections 5-6: the cost of one scheduling decision against the
+"""[SSH] sections 5-6: the cost of one scheduling decision against the
 number of ready threads, per policy, on one vproc."""
 from harness.experiment import Experiment
 from harness.runner import Config
@@ -16,8 +16,8 @@ class Decision(Experiment):
     name = "decision"
     order = 170
     title = "Cost of one scheduling decision vs the number of ready threads (1 vproc)"
-    source = "seed 002 sections 5-6 (O(1) decisions)"
-    summary = ("decision cost", "seed 002 sections 5-6", "R threads yielding in a loop on one vproc; CPU cycles "
+    source = "[SSH] sections 5-6 (O(1) decisions)"
+    summary = ("decision cost", "[SSH] sections 5-6", "R threads yielding in a loop on one vproc; CPU cycles "
                "a policy spends picking the next thread (ITO_STATS_CYCLES=1), per policy")
     programs = ("prio",)
     targets = (Target("decision_flat", "prio: cost of one decision with 100,000 ready threads <= 1.2x its cost "

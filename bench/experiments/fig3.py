@@ -1,4 +1,4 @@
-"""N-body behind a buffer cache (seed 000 Fig. 3): run time against the
+"""N-body behind a buffer cache ([SA Fig. 3]): run time against the
 share of the data in memory, a miss blocking 50 ms in the kernel."""
 from harness.experiment import Experiment, first_data, run_notes
 from harness.fmt import Table, cpu_label, secs_cell
@@ -34,8 +34,8 @@ class Fig3(Experiment):
     name = "fig3"
     order = 90
     title = "N-body behind a buffer cache: run time vs the share of the data in memory"
-    source = "seed 000 Fig. 3 (N-body run time vs available memory, 50 ms misses)"
-    summary = ("N-body, buffer cache", "seed 000 Fig. 3", "all-pairs N-body whose pages sit behind an LRU buffer "
+    source = "[SA Fig. 3] (N-body run time vs available memory, 50 ms misses)"
+    summary = ("N-body, buffer cache", "[SA Fig. 3]", "all-pairs N-body whose pages sit behind an LRU buffer "
                "cache holding a given share of them; a miss blocks 50 ms in nanosleep (in ITO_BLOCKING, or bare); "
                "4 threads per CPU; ito with activations, with ITO_ACTIVATIONS=0, and POSIX threads; run time vs "
                "that share")
@@ -59,7 +59,7 @@ class Fig3(Experiment):
              "monitor as a stall (a vproc that picked no thread for 1 ms, its kernel thread asleep in the "
              "kernel) and its vproc handed on the same way, 1-2 ms into the 50 ms sleep (up to 20 ms for the "
              "first one after a quiet spell). ITO_ACTIVATIONS=0 turns both off, so a blocked miss holds its "
-             "vproc (seed 000's FastThreads on kernel threads). The POSIX-threads rows are one set "
+             "vproc ([SA]'s FastThreads on kernel threads). The POSIX-threads rows are one set "
              "of runs shown in both tables (a pthread run never calls ito). Misses differ between implementations: "
              "when many reads are in flight at once, more threads find their page already being read and wait for "
              "it instead of reading it again. Every run's final positions must be bit-for-bit those of the first "
@@ -161,7 +161,7 @@ class Fig3(Experiment):
             ax.legend()
         axs[0].set_ylabel("run time (s)")
         d = first_data(f3)
-        fig.suptitle("N-body behind a buffer cache, a miss blocks %d ms in the kernel (seed 000 Fig. 3): %s bodies, "
+        fig.suptitle("N-body behind a buffer cache, a miss blocks %d ms in the kernel ([SA Fig. 3]): %s bodies, "
                      "%d threads on %s (median, min-max)\n%s" % (d["miss_ms"], format(d["n"], ","), d["threads"],
                                                                    cpu_label(f3[0].cpus), pl.machine), fontsize=9)
         pl.save(fig, "fig3.png")

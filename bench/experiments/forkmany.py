@@ -1,5 +1,5 @@
-"""Thread creation in bulk: fork-many (100,000 threads, seed 000/003) and
-1,000 forks (seed 003 Table 1): create them all, then join them all."""
+"""Thread creation in bulk: fork-many (100,000 threads, [SA]/003) and
+1,000 forks ([STH Table 1]): create them all, then join them all."""
 from harness.experiment import Experiment, cpu_set, pair_bars
 from harness.fmt import cpu_label, vp_label
 from harness.runner import Config
@@ -34,15 +34,15 @@ class ForkMany(Experiment):
 
 EXPERIMENTS = [
     ForkMany("forkmany", 20, 100000, "Fork many: create 100,000 threads, then join them all",
-             "seed 000 / 003 (thread creation in bulk)",
-             ("fork-many", "seed 000/003", "create 100,000 threads, then join them all; cost per thread"),
+             "[SA] / 003 (thread creation in bulk)",
+             ("fork-many", "[SA]/003", "create 100,000 threads, then join them all; cost per thread"),
              (Target("forkmany2", "fork-many <= 200 ns per thread on 2 vprocs", "<=", 200, "ns",
                      key="forkmany/ito/2"),),
              "POSIX threads cannot have 100,000 unjoined threads at once with default limits (each keeps "
              "its stack mapping until joined; vm.max_map_count and pid_max bound them): the program "
              "lowers the count and says so in the notes."),
     ForkMany("fork1000", 30, 1000, "1,000 forks: create 1,000 threads, then join them all",
-             "seed 003 Table 1 (1,000 thread-forks)",
-             ("1,000 forks", "seed 003 Table 1",
+             "[STH Table 1] (1,000 thread-forks)",
+             ("1,000 forks", "[STH Table 1]",
               "create 1,000 threads, then join them all; cost per thread (x1000 = the paper's figure)")),
 ]

@@ -1,4 +1,4 @@
-"""Thread groups (seed 004 section 3): threads sharing data under fifo, ws,
+"""Thread groups ([SKY section 3]): threads sharing data under fifo, ws,
 affinity without and with groups, and POSIX threads."""
 import statistics
 
@@ -9,13 +9,13 @@ from harness.stats import median_ratio
 from harness.targets import Target, target_note
 
 # (name, label, ITO_POLICY, --groups); None: POSIX threads. "fifo" is the
-# single-queue scheduler seed 004 compares with.
+# single-queue scheduler [SKY] compares with.
 CONFIGS = [("fifo", "fifo (one shared queue)", "fifo", "off"),
            ("ws", "ws (work stealing)", "ws", "off"),
            ("affinity", "affinity, no groups", "affinity", "off"),
            ("affinity-groups", "affinity + groups", "affinity", "on"),
            ("pthread", "POSIX threads (the kernel)", None, None)]
-# The share of a thread's line visits that also write the line (seed 004's
+# The share of a thread's line visits that also write the line ([SKY]'s
 # "shared data": 32 %); the targets are read at WRITE_PCT.
 WRITE_PCT = 30
 
@@ -61,19 +61,19 @@ class Groups(Experiment):
     name = "groups"
     order = 190
     title = "Thread groups: threads sharing data under fifo, ws, affinity with and without groups"
-    source = "seed 004 section 3 (SKY-1: same-processor priority, thread grouping, load balancing)"
-    summary = ("thread groups", "seed 004 section 3", "groups of threads sharing a working set each (4 groups per CPU, "
+    source = "[SKY section 3] (SKY-1: same-processor priority, thread grouping, load balancing)"
+    summary = ("thread groups", "[SKY section 3]", "groups of threads sharing a working set each (4 groups per CPU, "
                "4 threads each), every thread sweeping its group's set and writing a share of its lines, then "
                "yielding; fifo, ws, affinity without and with groups, POSIX threads; run time and hardware cache "
                "misses")
     programs = ("groups",)
-    targets = (Target("groups_time", "seed 004, threads sharing data: affinity with groups >= 10 % faster than fifo "
+    targets = (Target("groups_time", "[SKY], threads sharing data: affinity with groups >= 10 % faster than fifo "
                       "(fifo time / its time)", ">=", 1.1, "x", value=groups_value("groups_time")),
-               Target("groups_misses", "seed 004, threads sharing data: affinity with groups has fewer cache misses "
+               Target("groups_misses", "[SKY], threads sharing data: affinity with groups has fewer cache misses "
                       "than fifo (its misses / fifo's)", "<", 1.0, "x", value=groups_value("groups_misses")))
     notes = ("bench/groups: word j of a line belongs to member j, the only one that writes it; every member reads "
              "a word of the next member's, so each line is shared by the group, and the writes invalidate the copies "
-             "other CPUs hold (seed 004's shared data). The default working set per group is L2 / (2 x groups per "
+             "other CPUs hold ([SKY]'s shared data). The default working set per group is L2 / (2 x groups per "
              "CPU), rounded down to a power of two: the sets of the groups one CPU holds under affinity with groups "
              "fill half its L2, while a CPU that runs every group's threads (fifo) cycles through all of them. The "
              "visits are scattered (a stride of 0.6 of the set, a page or more apart), so that no prefetcher "
@@ -221,7 +221,7 @@ class Groups(Experiment):
             axs[1].set_ylabel("ns per line visited (a turn's time / its lines)")
             axs[1].set_title("hardware counters unavailable: a turn's time per line instead", fontsize=9)
         d = first_data(gr)
-        fig.suptitle("Threads sharing data (seed 004): %d groups of %d threads, %d KiB per group, %s writes, %s\n%s" % (
+        fig.suptitle("Threads sharing data ([SKY]): %d groups of %d threads, %d KiB per group, %s writes, %s\n%s" % (
             d["ngroups"], d["threads_per_group"], d["ws_kib"], ", ".join("%d %%" % x for x in wps),
             cpu_label(gr[0].cpus), pl.machine), fontsize=9, y=1.04)
         pl.save(fig, "groups.png")

@@ -1,4 +1,4 @@
-"""Hand-off (seed 000 Table 2, the "activation has blocked" event): a
+"""Hand-off ([SA Table 2], the "activation has blocked" event): a
 processor lost to a blocked kernel call, until another thread runs on it."""
 from harness.experiment import Experiment, first_data, reps_str, run_notes
 from harness.fmt import Table, fmt_cell, fmt_ratio, fmt_us
@@ -10,8 +10,8 @@ class Handoff(Experiment):
     name = "handoff"
     order = 70
     title = "Hand-off: a processor lost to a blocked kernel call, until another thread runs on it"
-    source = "seed 000 Table 2 (the \"activation has blocked\" event)"
-    summary = ("hand-off", "seed 000 Table 2 (\"blocked\" event)", "one processor: thread A makes B ready, then "
+    source = "[SA Table 2] (the \"activation has blocked\" event)"
+    summary = ("hand-off", "[SA Table 2] (\"blocked\" event)", "one processor: thread A makes B ready, then "
                "blocks in nanosleep, inside ITO_BLOCKING (2 ms) or bare (10 ms); time until B runs (ito: the "
                "monitor hands the vproc to a spare kernel thread; POSIX threads: the kernel switches)")
     programs = ("handoff",)

@@ -1,4 +1,4 @@
-"""Signal-wait through the kernel (seed 000 section 5.2): blocking
+"""Signal-wait through the kernel ([SA section 5.2]): blocking
 reads and writes on pipes or eventfds."""
 from harness.experiment import Experiment, pair_bars
 from harness.runner import Config
@@ -22,8 +22,8 @@ class KPingPong(Experiment):
     name = "kpingpong"
     order = 60
     title = "Signal-wait through the kernel: blocking read/write ping-pong, round trip"
-    source = "seed 000 section 5.2 (signal-wait through the kernel)"
-    summary = ("kernel signal-wait", "seed 000 section 5.2", "two threads ping-pong a message through two pipes "
+    source = "[SA section 5.2] (signal-wait through the kernel)"
+    summary = ("kernel signal-wait", "[SA section 5.2]", "two threads ping-pong a message through two pipes "
                "(or eventfds) with blocking reads and writes (ito: ito_read/ito_write on io_uring); round trip, "
                "on one processor and across two")
     programs = ("kpingpong",)

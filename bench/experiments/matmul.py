@@ -1,4 +1,4 @@
-"""Matrix multiply (seed 001 Figs. 4 and 5): run time against the matrix
+"""Matrix multiply ([LWP] Figs. 4 and 5): run time against the matrix
 size (4 threads), and against the thread count (512 x 512)."""
 from harness.experiment import Experiment, cell, run_notes
 from harness.fmt import Table, cpu_label, fmt_ns, fmt_ratio, vp_label
@@ -16,8 +16,8 @@ class MatMul(Experiment):
     name = "matmul"
     order = 130
     title = "Matrix multiply"
-    source = "seed 001 Figs. 4 and 5 (matrix multiply)"
-    summary = ("matrix multiply", "seed 001 Figs. 4, 5", "C = A x B in doubles; Fig. 4: 4 threads, size varied, "
+    source = "[LWP] Figs. 4 and 5 (matrix multiply)"
+    summary = ("matrix multiply", "[LWP] Figs. 4, 5", "C = A x B in doubles; Fig. 4: 4 threads, size varied, "
                "1 CPU vs all; Fig. 5: 512 x 512, 1 to 4096 threads; results checked")
     programs = ("matmul",)
     targets = (Target("matmul4096", "matmul 512: 4096 threads within 10 % of 4 threads (ito)", "<=", 1.10, "x",
@@ -114,7 +114,7 @@ class MatMul(Experiment):
             ax.set_yscale("log")
             ax.set_xlabel("matrix size n (n x n doubles)")
             ax.set_ylabel("run time (s, log scale)")
-            ax.set_title("Matrix multiply with 4 threads (seed 001 Fig. 4)\n" + pl.machine, fontsize=9)
+            ax.set_title("Matrix multiply with 4 threads ([LWP Fig. 4])\n" + pl.machine, fontsize=9)
             ax.legend()
             ax.grid(alpha=0.3, which="both")
             pl.save(fig, "matmul_size.png")
@@ -136,7 +136,7 @@ class MatMul(Experiment):
             ax.set_xlabel("threads")
             ax.set_ylabel("run time (s)")
             ax.set_ylim(bottom=0)
-            ax.set_title("Matrix multiply 512 x 512 vs thread count (seed 001 Fig. 5), %s\n%s" % (
+            ax.set_title("Matrix multiply 512 x 512 vs thread count ([LWP Fig. 5]), %s\n%s" % (
                 cpu_label(ncpu), pl.machine), fontsize=9)
             ax.legend()
             ax.grid(alpha=0.3, which="both")

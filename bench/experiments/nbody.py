@@ -1,4 +1,4 @@
-"""Barnes-Hut N-body (seed 000 Fig. 2): speedup against processors."""
+"""Barnes-Hut N-body ([SA Fig. 2]): speedup against processors."""
 from harness.experiment import Experiment, cpu_steps, run_notes
 from harness.fmt import Table, cpu_label, fmt_ns, fmt_ratio, vp_label
 from harness.runner import Config
@@ -20,8 +20,8 @@ class NBody(Experiment):
     name = "nbody"
     order = 80
     title = "Barnes-Hut N-body: speedup vs processors"
-    source = "seed 000 Fig. 2 (N-body speedup)"
-    summary = ("N-body", "seed 000 Fig. 2", "Barnes-Hut simulation (2D); ito forks thousands of threads per step "
+    source = "[SA Fig. 2] (N-body speedup)"
+    summary = ("N-body", "[SA Fig. 2]", "Barnes-Hut simulation (2D); ito forks thousands of threads per step "
                "recursively, POSIX threads use one thread per CPU and a static partition; speedup over a "
                "sequential version; results checked bit for bit against it")
     programs = ("nbody",)
@@ -103,7 +103,7 @@ class NBody(Experiment):
         ax.set_ylabel("speedup over the sequential version")
         ax.set_xticks(cs)
         d = seq.ok_runs()[0]["data"]
-        ax.set_title("Barnes-Hut N-body (seed 000 Fig. 2): %s bodies, %d steps\n%s" % (
+        ax.set_title("Barnes-Hut N-body ([SA Fig. 2]): %s bodies, %d steps\n%s" % (
             format(d["n"], ","), d["steps"], pl.machine), fontsize=9)
         ax.legend()
         ax.grid(alpha=0.3)

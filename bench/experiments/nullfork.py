@@ -1,4 +1,4 @@
-"""Null fork (seed 000 Table 4): create + join of an empty thread."""
+"""Null fork ([SA Table 4]): create + join of an empty thread."""
 from harness.experiment import Experiment, cpu_set, pair_bars
 from harness.fmt import cpu_label, vp_label
 from harness.runner import Config
@@ -9,8 +9,8 @@ class NullFork(Experiment):
     name = "nullfork"
     order = 10
     title = "Null fork: create + join of an empty thread"
-    source = "seed 000 Table 4 (null fork)"
-    summary = ("null fork", "seed 000 Table 4",
+    source = "[SA Table 4] (null fork)"
+    summary = ("null fork", "[SA Table 4]",
                "mean cost of creating and joining an empty thread, one after another")
     programs = ("nullfork",)
     targets = (Target("nullfork1", "null fork <= 30 ns on 1 vproc", "<=", 30, "ns", key="nullfork/ito/1"),

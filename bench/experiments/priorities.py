@@ -1,4 +1,4 @@
-"""Priorities (seed 002 section 4.3.3, seed 000 section 1.2): CPU shares of
+"""Priorities ([SSH section 4.3.3], [SA section 1.2]): CPU shares of
 four busy threads, and waking an urgent thread while every vproc computes."""
 from harness.experiment import Experiment, config_table
 from harness.runner import Config
@@ -9,8 +9,8 @@ class Priorities(Experiment):
     name = "priorities"
     order = 180
     title = "Priorities: CPU shares, and waking an urgent thread while every vproc computes"
-    source = "seed 002 section 4.3.3, seed 000 section 1.2 (shares; urgent wake-ups)"
-    summary = ("priorities", "seed 002 section 4.3.3, seed 000 section 1.2", "four busy threads at four priorities "
+    source = "[SSH section 4.3.3], [SA section 1.2] (shares; urgent wake-ups)"
+    summary = ("priorities", "[SSH section 4.3.3], [SA section 1.2]", "four busy threads at four priorities "
                "on one CPU: the top one's share over the bottom one's; a most-urgent thread woken while "
                "least-urgent ones compute on every CPU: time from the post to it running")
     programs = ("prio",)

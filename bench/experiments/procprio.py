@@ -1,4 +1,4 @@
-"""Unequal priorities (seed 000 section 4.1): a high-priority program beside a low-priority one."""
+"""Unequal priorities ([SA section 4.1]): a high-priority program beside a low-priority one."""
 from harness.experiment import Experiment, first_data, run_notes
 from harness.fmt import Table, cpu_label, fmt_ns
 from harness.runner import Config
@@ -16,8 +16,8 @@ class ProcPrio(Experiment):
     name = "procprio"
     order = 120
     title = "Unequal priorities: a high-priority program beside a low-priority one"
-    source = "seed 000 section 4.1 (priorities between address spaces)"
-    summary = ("unequal priorities", "seed 000 section 4.1", "a low-priority program computes on every CPU; a "
+    source = "[SA section 4.1] (priorities between address spaces)"
+    summary = ("unequal priorities", "[SA section 4.1]", "a low-priority program computes on every CPU; a "
                "high-priority one arrives; its time beside the low one over its time alone")
     programs = ("procprio",)
     targets = (Target("procprio_all", "Unequal priorities: a high-priority program wanting every CPU loses <= 5 % to "

@@ -1,4 +1,4 @@
-"""Processor reallocation between two ito processes (seed 000 section 4.1):
+"""Processor reallocation between two ito processes ([SA section 4.1]):
 from a process's hint to the processor changing hands."""
 from harness.experiment import Experiment, first_data, run_notes
 from harness.fmt import Table, cpu_label, fmt_us
@@ -21,8 +21,8 @@ class Realloc(Experiment):
     name = "realloc"
     order = 110
     title = "Reallocation: from a process's hint to the processor changing hands"
-    source = "seed 000 section 4.1 (processor allocation between address spaces)"
-    summary = ("reallocation", "seed 000 section 4.1", "process A computes on every CPU; in each round a process B "
+    source = "[SA section 4.1] (processor allocation between address spaces)"
+    summary = ("reallocation", "[SA section 4.1]", "process A computes on every CPU; in each round a process B "
                "arrives, computes, sleeps, computes, exits; latency from each of B's hints to the processor "
                "changing hands")
     programs = ("realloc",)

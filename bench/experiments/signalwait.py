@@ -1,4 +1,4 @@
-"""Signal-wait (seed 000 Table 4): a mutex + condition-variable ping-pong."""
+"""Signal-wait ([SA Table 4]): a mutex + condition-variable ping-pong."""
 import statistics
 
 from harness.experiment import Experiment, pair_bars
@@ -18,8 +18,8 @@ class SignalWait(Experiment):
     name = "signalwait"
     order = 50
     title = "Signal-wait: mutex + condition ping-pong, round trip"
-    source = "seed 000 Table 4 (signal-wait)"
-    summary = ("signal-wait", "seed 000 Table 4", "two threads ping-pong through a mutex and condition "
+    source = "[SA Table 4] (signal-wait)"
+    summary = ("signal-wait", "[SA Table 4]", "two threads ping-pong through a mutex and condition "
                "variables; round trip, on one processor and across two")
     programs = ("signalwait",)
     no_steals_note = True

@@ -1,4 +1,4 @@
-"""Seed 002 section 7: spawn T threads that each sum n integers, collect
+"""[SSH section 7]: spawn T threads that each sum n integers, collect
 the sums; every ito policy beside POSIX threads."""
 from harness.experiment import Experiment, config_table
 from harness.runner import Config
@@ -23,11 +23,11 @@ class SumThreads(Experiment):
     name = "sumthreads"
     order = 160
     title = "Spawn T threads that each sum n integers, collect the sums (per policy)"
-    source = "seed 002 section 7 (T threads summing n integers)"
-    summary = ("spawn and sum", "seed 002 section 7", "main spawns T threads that each sum the same n integers, "
+    source = "[SSH section 7] (T threads summing n integers)"
+    summary = ("spawn and sum", "[SSH section 7]", "main spawns T threads that each sum the same n integers, "
                "joins them in order and checks every sum; total time; POSIX threads and ito under each policy")
     programs = ("sumthreads",)
-    targets = (Target("sum_vs_pthread", "seed 002 experiment, n = 1,000: prio faster than POSIX threads by >= 20x "
+    targets = (Target("sum_vs_pthread", "[SSH] experiment, n = 1,000: prio faster than POSIX threads by >= 20x "
                       "at every T (the smallest pthread/ito)", ">=", 20, "x", value=sum_vs_pthread),)
 
     def configs(self, ctx):
@@ -71,7 +71,7 @@ class SumThreads(Experiment):
             ax.set_yscale("log")
             ax.set_xlabel(xlabel)
             ax.set_ylabel("total time (ms)")
-            ax.set_title("Seed 002 section 7: spawn, sum, collect (median, min-max)\n" + pl.machine)
+            ax.set_title("[SSH section 7]: spawn, sum, collect (median, min-max)\n" + pl.machine)
             ax.grid(True, which="both", alpha=0.3)
             ax.legend()
             pl.save(fig, "sumthreads_%s.png" % part)

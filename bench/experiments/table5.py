@@ -1,4 +1,4 @@
-"""Two N-body programs at once (seed 000 Table 5): space sharing by ito's
+"""Two N-body programs at once ([SA Table 5]): space sharing by ito's
 processor allocator against the kernel's time sharing."""
 from harness.experiment import Experiment, run_notes
 from harness.fmt import Table, cpu_label, fmt_ns
@@ -58,8 +58,8 @@ class Table5(Experiment):
     name = "table5"
     order = 100
     title = "Two N-body programs at once: space sharing vs time sharing"
-    source = "seed 000 Table 5 (two parallel programs on one machine)"
-    summary = ("two N-body programs", "seed 000 Table 5", "two copies of the N-body worker version started together, "
+    source = "[SA Table 5] (two parallel programs on one machine)"
+    summary = ("two N-body programs", "[SA Table 5]", "two copies of the N-body worker version started together, "
                "each asking for every CPU, at a fine and a coarse grain; each one's speedup over a sequential run "
                "timed alone; POSIX threads, ito, ito with ITO_ALLOCATOR=0")
     programs = ("nbody", "together")
@@ -170,7 +170,7 @@ class Table5(Experiment):
                  "separately, alone on the machine,\nso the two speedups are not shares of one measured run: under "
                  "different conditions (caches, clock speed, other load)\ntheir sum can exceed the CPUs (dashed "
                  "line), as the coarse grain's may", ha="center", va="top", fontsize=8)
-        fig.suptitle("Two N-body programs at once (seed 000 Table 5), each asking for every CPU; medians\n" +
+        fig.suptitle("Two N-body programs at once ([SA Table 5]), each asking for every CPU; medians\n" +
                      pl.machine, fontsize=9)
         pl.save(fig, "table5.png")
 

@@ -1,4 +1,4 @@
-"""Yield (seed 003 Table 2): two threads on one processor yield to each other."""
+"""Yield ([STH Table 2]): two threads on one processor yield to each other."""
 from harness.experiment import Experiment, pair_bars
 from harness.runner import Config
 from harness.targets import Target
@@ -8,8 +8,8 @@ class Yield(Experiment):
     name = "yield"
     order = 40
     title = "Yield: 100,000 yields between two threads on one processor"
-    source = "seed 003 Table 2 (100,000 thread-yields)"
-    summary = ("yield", "seed 003 Table 2",
+    source = "[STH Table 2] (100,000 thread-yields)"
+    summary = ("yield", "[STH Table 2]",
                "two threads on one processor yield to each other 100,000 times; cost per yield")
     programs = ("yield",)
     targets = (Target("yield", "yield <= 12 ns", "<=", 12, "ns", key="yield/ito/1"),)

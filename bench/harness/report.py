@@ -52,8 +52,8 @@ def write_report(path, info, full, only, exps, ctx, targets, plot_err, failures,
         L.append("- ITO_* environment: %s" % ", ".join("%s=%s" % kv for kv in sorted(info["ito_env"].items())))
     L.append("")
     L.append("## What is measured\n")
-    L.append("Each experiment reproduces one of the seed papers' measurements (see `../shared/seeds/README.md` "
-             "for the papers) or one of the issue's, on the machine at hand, and measures ito beside POSIX "
+    L.append("Each experiment reproduces one of the measurements of the works ito is built on (docs/papers.md "
+             "gives the keys: [SA], [LWP], [SSH], [STH], [SKY]) or one of ito's own, on the machine at hand, and measures ito beside POSIX "
              "threads (glibc NPTL) in the same run:\n")
     L.append(md_table(["experiment", "reproduces", "what one measurement is"],
                       [e.summary for e in exps if e.summary]))
