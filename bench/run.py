@@ -11,7 +11,7 @@ all configurations of an experiment, so that slow drifts of a shared machine
 hit every configuration alike), takes the median and min-max, puts each ito
 figure beside the POSIX-threads figure measured in the same run (as the ratio
 pthread/ito: how many times ito is faster, or smaller), and checks the
-targets of the issue. A crash, a time-out, a failed verification or a
+ito's targets. A crash, a time-out, a failed verification or a
 mismatch with the sequential N-body result is shown in the tables and makes
 the script exit with status 1 at the end.
 

@@ -1,4 +1,4 @@
-"""Echo server (the issue): one thread per connection under a closed-loop load."""
+"""Echo server (ito's own target): one thread per connection under a closed-loop load."""
 from harness.experiment import Experiment, first_data, run_notes
 from harness.fmt import Table, cpu_label, fmt_cell, fmt_ratio, fmt_us
 from harness.runner import Config
@@ -19,8 +19,8 @@ class Echo(Experiment):
     name = "echo"
     order = 150
     title = "Echo server: one thread per connection, closed-loop load"
-    source = "the issue's server target (thread per connection, 10,000 connections)"
-    summary = ("echo server", "the issue", "TCP echo server on loopback, one thread per connection, 100 / 1,000 / "
+    source = "ito's server target (thread per connection, 10,000 connections)"
+    summary = ("echo server", "ito's target", "TCP echo server on loopback, one thread per connection, 100 / 1,000 / "
                "10,000 connections of a closed-loop client (a separate process, the same for both); throughput "
                "and p99 latency")
     programs = ("echo", "echoload")

@@ -1,4 +1,4 @@
-"""Memory (the issue): resident memory per blocked thread."""
+"""Memory (ito's own target): resident memory per blocked thread."""
 import statistics
 import subprocess
 import os
@@ -23,8 +23,8 @@ class Memory(Experiment):
     name = "memory"
     order = 140
     title = "Memory: resident memory per blocked thread"
-    source = "the issue's 1,000,000-thread target"
-    summary = ("memory", "the issue", "resident memory per thread with 1,000,000 ito threads blocked at once "
+    source = "ito's 1,000,000-thread target"
+    summary = ("memory", "ito's target", "resident memory per thread with 1,000,000 ito threads blocked at once "
                "(POSIX threads: up to 10,000)")
     programs = ("memory",)
     count_note = True

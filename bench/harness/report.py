@@ -11,7 +11,7 @@ runs used / runs made); the figure is the **median**, with the **min - max** bes
 the POSIX-threads median divided by the ito median under the same conditions (same number of CPUs):
 how many times faster (or smaller) ito is. ito's vprocs are pinned one per CPU by ito; POSIX threads
 are pinned where the experiment says "one CPU" / "two CPUs", otherwise the process is restricted to
-the CPUs it may use. The targets come from the issue and were set for the 2-core development machine;
+the CPUs it may use. ito's targets were set for the 2-core development machine;
 "MET" means the median meets the target. Notes on single configurations (failures, load, ito's
 counters) are listed below each table.
 

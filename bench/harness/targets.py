@@ -1,4 +1,4 @@
-"""The issue's targets, each declared by the experiment it reads, and their
+"""ito's targets, each declared by the experiment it reads, and their
 evaluation: the value measured, whether it meets the threshold, and notes
 (a failed run, loaded runs, a configuration the machine could not run)."""
 from harness.fmt import fmt_ns
