@@ -173,7 +173,7 @@ def main():
                    "configs": [c.to_json() for e in exps for c in e.cfgs]}, f, indent=1)
 
     if targets:
-        print("== Targets (issue; set for the 2-core development machine) ==")
+        print("== ito's targets (set for the 2-core development machine) ==")
         print(targets_table(targets).text())
         print()
     print(wrap("report: %s (%s); %d runs in %d:%02d" % (

@@ -61,7 +61,7 @@ def write_report(path, info, full, only, exps, ctx, targets, plot_err, failures,
     L.append(HOW_TO_READ)
     L.append("## Targets\n")
     if targets:
-        L.append(md_table(["target (issue)", "ito measured (median)", "result", "note"],
+        L.append(md_table(["target (ito's)", "ito measured (median)", "result", "note"],
                           [[t["text"], fmt_value(t), met_str(t), t["note"]] for t in targets]))
     else:
         L.append("The experiments run have no targets.")
