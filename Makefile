@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # ito — the two commands of the README, and a few more.
 #   make run      build in release mode and run the benchmark suite (report/REPORT.md)
 #   make test     build and pass every test: plain, ASan+UBSan and TSan builds

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Shared helpers of the benchmark programs: the clock, the CPUs this process
  * may use and pinning to them, ito initialization, one-line JSON output and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * echo — a TCP echo server on loopback, one thread per connection, written in
  * plain blocking style (an accept loop; per connection: receive until end of

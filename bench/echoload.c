@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * echoload — the load generator of the echo-server benchmark (bench/echo.c
  * starts it as a child process, so that both servers face the same client).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * forkmany — create COUNT threads, then join them all ([SA] / 003 "fork
  * many"; with --count 1000 it is [STH Table 1], "1,000 thread-forks").

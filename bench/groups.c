@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * groups — [SKY §3] (SKY-1): threads that share data, under scheduling
  * strategies that do or do not keep them on one processor.

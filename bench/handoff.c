@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * handoff — how long a vproc stays lost to a blocked kernel call ([SA]'s
  * "blocked" event): the time from a thread entering a blocking system call

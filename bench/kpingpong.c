@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * kpingpong — signal-wait through the kernel ([SA §5.2]): two threads
  * ping-pong one message with blocking reads and writes on two kernel

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * matmul — C = A x B for n x n matrices of doubles, split among T threads
  * ([LWP] Figs. 4 and 5).

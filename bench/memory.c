@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * memory — resident memory per blocked thread: COUNT threads are created and
  * each blocks on a condition variable; once all of them wait, VmRSS is read

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * nbody — Barnes–Hut N-body simulation in 2D (quadtree), [SA Fig. 2]:
  * speedup against a sequential version as processors are added.

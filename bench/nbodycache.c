@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * nbodycache — N-body with its data behind a buffer cache, [SA Fig. 3]:
  * run time as the share of the data that fits in memory shrinks, when a

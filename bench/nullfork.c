@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * nullfork — create + join of an empty thread, one after another, N times
  * ([SA Table 4] "null fork"). Prints the mean cost of one create + join.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * prio — the scheduling policies' decisions and priorities.
  *

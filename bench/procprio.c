@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * procprio — two parallel programs of unequal priority on one machine
  * ([SA §4.1]: processors go to the highest priority that can use them).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * realloc — how long the cross-process allocator takes to move a processor
  * ([SA §4.1]: "processor added" and "processor preempted").

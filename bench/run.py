@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """ito benchmark driver: runs the programs of bench/, prints a table per
 experiment, writes <report>/REPORT.md, <report>/results.json and PNG plots.
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * signalwait — two threads ping-pong through a mutex and two condition
  * variables with a turn variable ([SA Table 4] "signal-wait"). Prints the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * sumthreads — [SSH §7]: a main thread spawns T threads that each sum n
  * integers, then collects their results.

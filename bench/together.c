@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * together — several copies of a benchmark started at the same moment
  * ([SA Table 5]: two parallel programs sharing a machine).

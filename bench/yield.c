@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * yield — two threads on one processor yield to each other; N yields in all
  * ([STH Table 2], "100,000 thread-yields"). Prints ns per yield.

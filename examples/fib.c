@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fib: fine-grained fork/join. Every call spawns a thread for one branch and
  * computes the other itself; a join of a child that has not started yet runs
  * it on the spot, so most of these "threads" cost little more than a call,

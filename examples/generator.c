@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* generator: the continuation layer (ito/cont.h) without any threads — a
  * generator that yields the squares, as a coroutine on its own stack. */
 #include <ito/cont.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hello: main is an ito thread as soon as it calls ito; spawn, join, done. */
 #include <ito.h>
 #include <stdio.h>

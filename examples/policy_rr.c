@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* policy_rr: a scheduling policy of one's own (include/ito/policy.h; walked
  * through in docs/policies.md).
  *

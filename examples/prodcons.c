@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* prodcons: producers and consumers through a bounded buffer guarded by a
  * mutex and two condition variables — blocking code, but a waiting thread
  * parks and its vproc runs another one. */

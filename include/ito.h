@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * ito — user-level threads for Linux multicore machines.
  *

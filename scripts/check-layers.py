@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """The layer check: every folder of src/ depends only on folders below it.
 
 ito's source folders are layers (docs/architecture.md). A folder may include

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Install what building, testing and benchmarking ito needs on Debian/Ubuntu.
 # Usage: scripts/deps.sh build|test|run
 # As root it installs missing packages with apt-get; otherwise it prints the

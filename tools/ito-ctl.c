@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * ito-ctl — the processor allocation table, live (like top).
  *

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """gdb support for ito: see ito threads, not only kernel threads.
 
     (gdb) source tools/ito-gdb.py        # or: gdb -x tools/ito-gdb.py ./prog

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """[SSH] sections 5-6: the cost of one scheduling decision against the
 number of ready threads, per policy, on one vproc."""
 from harness.experiment import Experiment

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Echo server (ito's own target): one thread per connection under a closed-loop load."""
 from harness.experiment import Experiment, first_data, run_notes
 from harness.fmt import Table, cpu_label, fmt_cell, fmt_ratio, fmt_us

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """N-body behind a buffer cache ([SA Fig. 3]): run time against the
 share of the data in memory, a miss blocking 50 ms in the kernel."""
 from harness.experiment import Experiment, first_data, run_notes

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Thread creation in bulk: fork-many (100,000 threads, [SA]/003) and
 1,000 forks ([STH Table 1]): create them all, then join them all."""
 from harness.experiment import Experiment, cpu_set, pair_bars

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Thread groups ([SKY section 3]): threads sharing data under fifo, ws,
 affinity without and with groups, and POSIX threads."""
 import statistics

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Hand-off ([SA Table 2], the "activation has blocked" event): a
 processor lost to a blocked kernel call, until another thread runs on it."""
 from harness.experiment import Experiment, first_data, reps_str, run_notes

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Signal-wait through the kernel ([SA section 5.2]): blocking
 reads and writes on pipes or eventfds."""
 from harness.experiment import Experiment, pair_bars

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Matrix multiply ([LWP] Figs. 4 and 5): run time against the matrix
 size (4 threads), and against the thread count (512 x 512)."""
 from harness.experiment import Experiment, cell, run_notes

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Memory (ito's own target): resident memory per blocked thread."""
 import statistics
 import subprocess

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Barnes-Hut N-body ([SA Fig. 2]): speedup against processors."""
 from harness.experiment import Experiment, cpu_steps, run_notes
 from harness.fmt import Table, cpu_label, fmt_ns, fmt_ratio, vp_label

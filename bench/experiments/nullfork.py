@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Null fork ([SA Table 4]): create + join of an empty thread."""
 from harness.experiment import Experiment, cpu_set, pair_bars
 from harness.fmt import cpu_label, vp_label

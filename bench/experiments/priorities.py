@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Priorities ([SSH section 4.3.3], [SA section 1.2]): CPU shares of
 four busy threads, and waking an urgent thread while every vproc computes."""
 from harness.experiment import Experiment, config_table

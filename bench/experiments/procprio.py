@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Unequal priorities ([SA section 4.1]): a high-priority program beside a low-priority one."""
 from harness.experiment import Experiment, first_data, run_notes
 from harness.fmt import Table, cpu_label, fmt_ns

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Processor reallocation between two ito processes ([SA section 4.1]):
 from a process's hint to the processor changing hands."""
 from harness.experiment import Experiment, first_data, run_notes

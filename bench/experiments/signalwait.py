@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Signal-wait ([SA Table 4]): a mutex + condition-variable ping-pong."""
 import statistics
 

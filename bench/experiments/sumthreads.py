@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """[SSH section 7]: spawn T threads that each sum n integers, collect
 the sums; every ito policy beside POSIX threads."""
 from harness.experiment import Experiment, config_table

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Two N-body programs at once ([SA Table 5]): space sharing by ito's
 processor allocator against the kernel's time sharing."""
 from harness.experiment import Experiment, run_notes

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Yield ([STH Table 2]): two threads on one processor yield to each other."""
 from harness.experiment import Experiment, pair_bars
 from harness.runner import Config

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The experiment interface, and finding the experiments.
 
 An experiment is an object of a subclass of Experiment, exported by a module

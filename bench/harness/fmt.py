@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Formatting: figures with their units, labels, and tables for the terminal
 (fitted to WIDTH columns) and for Markdown. A table's notes go below it,
 never in a column."""

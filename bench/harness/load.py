@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Load accounting: how busy other processes kept the CPUs a run used."""
 import os
 

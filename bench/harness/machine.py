@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The machine the benchmarks run on."""
 import math
 import os

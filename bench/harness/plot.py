@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Plots: matplotlib (Agg) and what every plot shares."""
 import os
 

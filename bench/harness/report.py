@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """REPORT.md: the machine, what was measured, the targets, every
 experiment's tables, plots and notes."""
 from harness.fmt import Table, md_table

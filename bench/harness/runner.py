@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Running a program and collecting its JSON: a configuration (one command
 line, repeated), one run of it, and the progress line on stderr."""
 import json

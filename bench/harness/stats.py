@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Statistics across configurations: medians compared, speedups."""
 import statistics
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """ito's targets, each declared by the experiment it reads, and their
 evaluation: the value measured, whether it meets the threshold, and notes
 (a failed run, loaded runs, a configuration the machine could not run)."""

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * ito/cont.h — one-shot continuations: the layer ito's threads are built on.
  *

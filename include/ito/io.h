@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * ito/io.h — I/O that parks the calling ito thread, not its vproc.
  *

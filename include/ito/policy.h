@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * ito/policy.h — scheduling policies as a table of operations.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The allocator's public calls: argument checks and the init gate, then the
  * agent (cpushare/agent.c). */
 #include <errno.h>

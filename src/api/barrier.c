@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Barrier: the last of `count` arrivals wakes the others and gets
  * ITO_BARRIER_SERIAL. Each round ends by emptying the queue under the lock,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Condition variable: a FIFO queue of waiters under a spinlock.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Futures ([STH], appendix A): a thread whose result any number of
  * threads may touch. A future is a thread descriptor with the FUTURE flag:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Initialization: ito_init, the implicit first-call initialization, and the
  * runtime's configuration (ito_config_t fields, then environment variables,

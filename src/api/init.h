@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The init gate every public call that may come first passes (init.c). */
 #ifndef ITO_API_INIT_H
 #define ITO_API_INIT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * I/O calls that park the thread, not the vproc (include/ito/io.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The mutex's layout and fast paths, shared with the condition variable. */
 #ifndef ITO_API_MUTEX_H
 #define ITO_API_MUTEX_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * One-time initialization: the first caller runs fn; callers that arrive
  * meanwhile park until it is done; later callers see DONE with one acquire

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Who is calling, as lock owners record it: the ito thread's descriptor, or
  * for a foreign kernel thread the address of a variable of its own TLS, tagged
  * so that it is never mistaken for a descriptor. Never 0; bits 0-1 are free

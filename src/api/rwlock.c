@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Reader-writer lock, writer-preferring, all state under one spinlock.
  *

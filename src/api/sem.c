@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Counting semaphore. The count is an atomic word so that an uncontended
  * wait is one CAS; waiters queue under the spinlock only when the count is 0,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ito_stats_get: the per-vproc counters summed. */
 #include <errno.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The public thread calls that may be a program's first call into ito: each
  * passes the init gate (init.h), then the runtime does the work

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Waiting for another kernel thread to finish a step of a few instructions,
  * which takes longer only when the kernel preempted that thread right there:
  * spin a while (a pause per round), then give the CPU up at every round so

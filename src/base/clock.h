@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Monotonic time in nanoseconds (vDSO clock_gettime: no system call). */
 #ifndef ITO_BASE_CLOCK_H
 #define ITO_BASE_CLOCK_H

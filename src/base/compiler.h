@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Compiler helpers used everywhere in ito's sources. */
 #ifndef ITO_BASE_COMPILER_H
 #define ITO_BASE_COMPILER_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "base/env.h"
 #include "base/panic.h"
 

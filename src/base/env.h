@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Reading ito's environment variables: strict parsing, a clear warning and
  * the default when a value is malformed or out of range. */
 #ifndef ITO_BASE_ENV_H

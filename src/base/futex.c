@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "base/futex.h"
 
 #include <errno.h>

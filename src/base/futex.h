@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* futex(2): the kernel's wait queue keyed by a 32-bit word. Used where ito
  * must block a kernel thread: an idle vproc, a foreign kernel thread waiting
  * on an ito object. */

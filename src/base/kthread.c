@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "base/kthread.h"
 
 int ito__kthread_start(const char *name, size_t stack, void *(*fn)(void *), void *arg, pthread_t *out)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ito's own kernel threads (activations, the monitor, the allocator's
  * agent): detached pthreads with a stack size of their own. */
 #ifndef ITO_BASE_KTHREAD_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Fatal errors and warnings: one line each on stderr, prefixed "ito: ". */
 #include "base/panic.h"
 

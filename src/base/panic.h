@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Fatal errors, invariant checks and one-time warnings.
  *
  * ITO_BUG_ON(cond) is always on: a broken invariant in a threads library means

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "base/procstat.h"
 
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* /proc/TID/stat: what the kernel says of a process or thread from outside
  * (its state, its start time). Used by the monitor (runtime/carrier.c) and the
  * allocation table (cpushare/table.c). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Which CPUs share a cache, from hwloc (topology.c). */
 #ifndef ITO_BASE_TOPOLOGY_H
 #define ITO_BASE_TOPOLOGY_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The agent: this process's side of the cross-process allocator.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The allocator's agent: this process's side of the allocation table. See
  * agent.c. */
 #ifndef ITO_CPUSHARE_AGENT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A set of CPUs of fixed size, as the allocator stores it in shared memory
  * (table.h) and divides it (share.c). Plain words: no pointers, no lengths
  * to trust. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Dynamic space sharing ([SA §4.1], after Zahorjan and McCann): how the
  * processors are divided among the ito processes of a machine.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A vproc whose processor was taken away ([SA]'s "processor preempted"
  * when the allocator reallocates: src/cpushare/agent.c).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A vproc whose processor the allocator took away: see revoke.c. */
 #ifndef ITO_CPUSHARE_REVOKE_H
 #define ITO_CPUSHARE_REVOKE_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The allocation table: [SA]'s processor allocator, in shared memory.
  *

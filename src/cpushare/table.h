@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The allocation table: the segment of shared memory where the ito processes
  * of one user post their hints and find the processors they hold. See
  * table.c for the design; the layout is an ABI between processes, pinned by

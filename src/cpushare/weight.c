@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The weight of a shared floor processor.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A vproc on a processor that a process of higher priority holds runs at
  * the kernel's idle weight. See weight.c. */
 #ifndef ITO_CPUSHARE_WEIGHT_H

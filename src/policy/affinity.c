@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * "affinity": cache-affinity scheduling with thread groups ([SKY], SKY-1).
  *

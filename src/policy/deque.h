@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A work-stealing deque (Chase & Lev, SPAA 2005) with the C11 memory orders
  * of Lê, Pop, Cohen and Zappa Nardelli (PPoPP 2013). The algorithm and the
  * pairing of every order are explained in deque.c; the owner's operations are

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * "fifo": one FIFO queue shared by all vprocs, under a spinlock — the
  * conventional single-queue scheduler that [SKY] and [SSH] compare

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * "prio" and "prio-shared": O(1) priority scheduling ([SSH]; Linux 2.6).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The O(1) priority queue: see prioq.h. */
 #include "policy/prioq.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The O(1) priority queue of [SSH] (§4.3.4, §5; Linux 2.6's runqueue).
  *

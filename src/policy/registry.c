@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The policy registry: validates tables at registration and finds them by
  * name at initialization. Tables are copied into a full-size, zero-filled

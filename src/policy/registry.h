@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The policy registry (registry.c): the built-in policies and the
  * application's, by name. */
 #ifndef ITO_POLICY_REGISTRY_H

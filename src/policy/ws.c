@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * "ws": work stealing, ito's default policy.
  *

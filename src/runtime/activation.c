@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Activations: the kernel threads that carry vprocs.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The carrier: which kernel thread runs a vproc, and how that changes.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The carrier protocol: which activation runs a vproc, and the hand-off of a
  * vproc whose carrier sleeps in the kernel. See carrier.c. */
 #ifndef ITO_RUNTIME_CARRIER_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * One-shot continuations (include/ito/cont.h) on the core's context switch.
  *

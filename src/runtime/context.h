@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The machine-level context switch (src/arch/<arch>/context.S) as the core
  * sees it. A context is a stack with a saved frame; ctx.sp is NULL while the
  * context runs and the saved stack pointer while it is suspended. */

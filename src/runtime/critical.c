@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The slow paths of ito's critical sections (runtime/critical.h): what a
  * section's entry and its end do when the word's attention bit is set.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * ito's critical sections: where preemption waits.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Events for the application ([SA §1.2]: the application customizes its
  * scheduling): processor added, thread blocked and unblocked in the kernel,

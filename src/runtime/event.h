@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Reporting events to the application's hook (event.c). */
 #ifndef ITO_RUNTIME_EVENT_H
 #define ITO_RUNTIME_EVENT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A child process starts with the process's scheduling, not a carrier's.
  * See fork.c. */
 #ifndef ITO_RUNTIME_FORK_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Thread groups ([SKY §2.2]): the core keeps the membership; a policy
  * that honours groups ("affinity") keeps its placement in the group's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Idle vprocs: look for work briefly, then sleep, and never miss a wake-up.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Inline joins: running a thread that has not started yet on the stack of
  * the thread that joins it.

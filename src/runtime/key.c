@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Thread-specific data keys (pthread_key_* for ito threads).
  *

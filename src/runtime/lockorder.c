@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The lock order, as data, and its check (ITO_DEBUG builds).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * What the runtime offers a policy (include/ito/policy.h, "Helpers"): facts
  * about threads and vprocs, and the few actions a policy may take on a vproc

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Rings: io_uring as the "blocked" and "unblocked" events of I/O.
  *

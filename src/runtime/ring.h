@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Per-vproc io_uring rings: issuing requests for parked threads, reaping
  * completions, and sleeping on completions and wake-ups together. See ring.c. */
 #ifndef ITO_RUNTIME_RING_H

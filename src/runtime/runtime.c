@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The process-wide runtime state, and the table of the runtime's calls up
  * into the layers above it (hooks.h) with their do-nothing defaults. */
 #include "runtime/runtime.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The process-wide runtime state and the init gate every public entry passes. */
 #ifndef ITO_RUNTIME_RUNTIME_H
 #define ITO_RUNTIME_RUNTIME_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Telling sanitizers and valgrind about stack switches. Without this,
  * AddressSanitizer reports false stack-buffer errors after a switch and
  * ThreadSanitizer attributes a thread's accesses to the wrong history. All of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The scheduler: how a vproc goes from one thread to the next.
  *

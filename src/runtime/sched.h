@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The scheduler's interface to the rest of ito: making threads ready,
  * giving up the vproc, and the per-activation run loop. See sched.c. */
 #ifndef ITO_RUNTIME_SCHED_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Sleeping: a timed wait that nothing but its timer ends. */
 #include <errno.h>
 #include <time.h>

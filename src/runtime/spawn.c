@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A child started by posix_spawn, system or popen gets the process's CPUs.
  *

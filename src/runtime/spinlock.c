@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The contended path of ito's spinlock (spinlock.h). */
 #include "runtime/spinlock.h"
 

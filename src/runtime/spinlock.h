@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A test-and-test-and-set spinlock for ito's own short critical sections
  * (wait queues, the global ready queue, descriptor pools).
  *

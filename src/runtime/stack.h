@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Thread stacks: mmap'd, pooled per vproc, a guard page below each while the
  * kernel's mapping budget allows it. See stack.c. */
 #ifndef ITO_RUNTIME_STACK_H

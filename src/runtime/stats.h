@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Per-vproc counters: written by the owner only, read by anyone. The owner's
  * increment is a relaxed load-add-store (no locked instruction); readers use
  * relaxed loads, so a sum over vprocs is approximate while threads run. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Threads: the public thread API on top of descriptors (handle.c), the
  * scheduler (sched.c) and waiting (runtime/wait.c).

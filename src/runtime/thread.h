@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The thread descriptor and its state machine.
  *

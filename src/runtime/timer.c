@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Timers: deadlines of timed waits and sleeps, per vproc.
  *

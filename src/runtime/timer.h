@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Per-vproc timers: a binary min-heap of (deadline, thread, wait seq) under a
  * spinlock. See timer.c. */
 #ifndef ITO_RUNTIME_TIMER_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Virtual processors: how many, on which CPUs, and their per-vproc state.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Virtual processors and the activations that carry them.
  *

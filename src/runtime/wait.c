@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Waiting and waking; the protocol is described in wait.h. */
 #include "runtime/wait.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Waiting: how every blocking operation of ito parks a thread.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The monitor: no processor lost to a blocked kernel call.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The monitor: the kernel thread that notices vprocs whose carrier is stuck
  * in the kernel and hands them to spare activations. See monitor.c; the
  * hand-off itself is runtime/carrier.c. */

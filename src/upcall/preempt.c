@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Preemption: the "processor preempted" event within the process.
  *

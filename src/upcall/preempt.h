@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Preemption by time slices (preempt.c). */
 #ifndef ITO_UPCALL_PREEMPT_H
 #define ITO_UPCALL_PREEMPT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* x86-64 specifics used by the core: the CPU pause hint, the cycle counter,
  * reading ito's thread-local variables, and the saved-frame layout of a
  * context (see context.S). A port provides the same names in
