@@ -2,7 +2,7 @@
  * TSan's close interceptor would never see it: TSan would keep the
  * descriptor's old accesses and report a data race when another thread, with
  * no order between the two, gets the same number from pipe() and uses it.
- * (Found by io_semantics.c's concurrent runs; ito_close now closes with
+ * (Found by the io_semantics tests' concurrent runs; ito_close now closes with
  * close(2) in TSan builds.) */
 #include <pthread.h>
 

@@ -4,7 +4,7 @@
  * dies of it, so each case runs in a child process, once with the libc call
  * and once with the ito call, from an ito thread: both children must end the
  * same way (killed by SIGPIPE, or alive with -1/EPIPE). With SIGPIPE ignored,
- * io_semantics.c checks the EPIPE itself.
+ * io_semantics_pipes.c checks the EPIPE itself.
  *
  * Cases: write/writev to a pipe (blocking and not), write/send to a stream
  * socket (with and without MSG_NOSIGNAL, blocking and not), and a blocking

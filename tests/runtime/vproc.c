@@ -114,9 +114,10 @@ int main(void)
     }
 
     /* ... and goes back there whenever it is woken — under a policy that
-     * keeps a queue per vproc. "fifo" keeps one queue for all vprocs, and a
-     * thread runs on whichever vproc takes it first (see ito_attr_set_vproc). */
-    if (strcmp(ito_policy_name(), "fifo") == 0)
+     * keeps a queue per vproc. "fifo" and "prio-shared" keep one queue for
+     * all vprocs, and a thread runs on whichever vproc takes it first (see
+     * ito_attr_set_vproc). */
+    if (strcmp(ito_policy_name(), "fifo") == 0 || strcmp(ito_policy_name(), "prio-shared") == 0)
         return 0;
     OK(ito_sem_init(&wake, 0));
     int home = nvp - 1;

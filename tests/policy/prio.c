@@ -206,6 +206,7 @@ static void part_shares(void)
         w[i] = atomic_load(&work[i]);
     printf("prio: shares at priorities 0/15/31: %llu / %llu / %llu (quanta 1 / 16 / 32 slices)\n",
            (unsigned long long)w[0], (unsigned long long)w[1], (unsigned long long)w[2]);
+    fflush(stdout);   /* before a CHECK below aborts */
     CHECK(w[0] > 0);           /* the least urgent is not starved */
     CHECK(w[1] > 2 * w[0]);    /* and the share follows the priority */
     CHECK(w[2] > w[1]);
