@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Shared helpers for ito's tests: checks that abort with the location and
  * values, scaled iteration counts, and small utilities. */
 #ifndef ITO_TESTS_COMMON_H

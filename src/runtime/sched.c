@@ -116,8 +116,6 @@ unsigned ito__global_drain(struct ito__vproc *vp, unsigned max)
     return n;
 }
 
-/* t goes to its preferred vproc (not the caller's), or the caller is a
- * foreign kernel thread. */
 /* t (ready_reason set) goes to home's inbox. */
 static void send_home(struct ito__vproc *home, struct ito__thread *t)
 {
@@ -129,6 +127,8 @@ static void send_home(struct ito__vproc *home, struct ito__thread *t)
         ito__idle_notify();
 }
 
+/* t goes to its preferred vproc (not the caller's), or the caller is a
+ * foreign kernel thread. */
 void ito__ready_slow(struct ito__thread *t, ito_ready_reason_t why)
 {
     t->ready_reason = (uint8_t)why;

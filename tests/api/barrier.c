@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Barrier: exactly one ITO_BARRIER_SERIAL per round over many rounds, nobody
  * leaves a round before everyone arrived, count 1, count 0 (EINVAL), EBUSY
  * on destroy while waited on, EINVAL after destroy, foreign kernel threads

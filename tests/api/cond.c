@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Condition variables: EPERM without the mutex, timedwait (ETIMEDOUT with an
  * absolute CLOCK_MONOTONIC deadline, the mutex held again afterwards, EINVAL
  * for a bad timespec), signal wakes one waiter per call, broadcast wakes all,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Futures: many touchers (ito and foreign) get the value, ito_future_ready
  * before and after, destroy then ESRCH (touch, ready, destroy), touches
  * waiting during destroy still get the value, EDEADLK when the future's own

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ito_init and the runtime configuration, each case in a fresh child process
  * (fork before anything initializes ito): EINVAL for every bad field and an
  * unknown policy (and no harm done: a good ito_init still works after), EBUSY

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Helpers of the io_park tests (io_park_one.c, io_park_many.c): ito/io.h
  * parks the calling ito thread, not its vproc. ctest runs each with
  * ITO_VPROCS=1, where a call that blocked the vproc would stop everything,

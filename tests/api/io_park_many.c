@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ito/io.h parks the calling ito thread, not its vproc (io_park.h): many
  * threads blocked.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Regression: a thread suspended while parked in ito_poll on several
  * descriptors, then restarted with ito_set_entry, must not leave the kernel
  * writing into its old stack. ito_poll's first completion (one pipe becomes

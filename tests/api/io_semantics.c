@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The driver and helpers of the io_semantics tests (io_semantics.h): one
  * test executable per topic, this file and io_semantics_<topic>.c. */
 #include "io_semantics.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The harness of the io_semantics tests: ito/io.h against the C library.
  *
  * Every call of ito/io.h gives the return value and errno of its C-library

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ito/io.h against the C library (io_semantics.h): bad input, EBADF, EINVAL
  * and EFAULT. */
 #include "io_semantics.h"

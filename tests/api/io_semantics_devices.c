@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ito/io.h against the C library (io_semantics.h): eventfd, timerfd,
  * /dev/zero, /dev/null, terminals, and poll. */
 #include "io_semantics.h"

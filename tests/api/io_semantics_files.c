@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ito/io.h against the C library (io_semantics.h): regular files and openat.
  * read/write/pread/pwrite/readv/writev (positions, holes, EOF, O_APPEND, files
  * mostly evicted from the page cache, > 8 iovecs and IOV_MAX), openat (flags,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ito/io.h against the C library (io_semantics.h): pipes, blocking and not
  * (EAGAIN, EPIPE with SIGPIPE ignored, writes larger than the pipe), and a
  * blocking writev of many iovecs into a full pipe (in a child process). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ito/io.h against the C library (io_semantics.h): Unix stream, datagram and
  * seqpacket sockets and TCP/UDP (MSG_PEEK, MSG_DONTWAIT, MSG_WAITALL, EOF,
  * accept4 flags, connect errors). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ito/io.h against the C library (io_semantics.h): how long calls wait.
  * SO_RCVTIMEO and SO_SNDTIMEO are kept; from an ito thread with the rings on,
  * signals do not interrupt the calls. */

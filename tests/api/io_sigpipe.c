@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* SIGPIPE as in the C library (ito/io.h): a write to a pipe or socket whose
  * reading end is closed raises SIGPIPE and fails with EPIPE, unless ito_send
  * is given MSG_NOSIGNAL. With SIGPIPE at its default disposition the process

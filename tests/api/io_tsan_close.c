@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ThreadSanitizer builds only. Were ito_close to close through io_uring,
  * TSan's close interceptor would never see it: TSan would keep the
  * descriptor's old accesses and report a data race when another thread, with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Misuse that cannot return an error code aborts with a clear message (each
  * case in a child process): ito_exit from a foreign kernel thread, switching
  * to a NULL continuation, resuming a continuation twice, returning from a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Mutex: mutual exclusion, ITO_MUTEX_INIT and all-zero objects, trylock and
  * timedlock, and every error: EDEADLK on relock, EPERM on unlock by a
  * non-owner (ito thread, foreign kernel thread, nobody), EBUSY on destroy

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ito_once: the function runs exactly once under contention from ito
  * threads and foreign kernel threads, everyone returns only after it has
  * finished, EDEADLK when the function calls ito_once on the same object,

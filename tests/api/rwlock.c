@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Reader-writer lock: many readers at once, a writer excludes everyone,
  * writer preference (a waiting writer stops new readers and goes first),
  * try variants (EBUSY), EDEADLK, EPERM, EBUSY on destroy, an error after

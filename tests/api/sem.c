@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Counting semaphore: counts, trywait (EAGAIN), timedwait (ETIMEDOUT,
  * EINVAL), EOVERFLOW at ITO_SEM_VALUE_MAX, EINVAL above it at init, EBUSY
  * on destroy while waited on, an error after destroy, every post consumed

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ito_sleep_ns sleeps at least the time asked, from ito threads (many at
  * once, different lengths) and foreign kernel threads; 0 returns at once.
  * While threads sleep, others run on. No upper bounds: the machine is shared. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A revocation leaves a plain system call alone (alloc/agent.c,
  * carrier_computes): a kernel thread asleep in the kernel uses no

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Demand that no time slice shows (kernel/preempt.c): a process that lost
  * processors asks for them back when its threads wait for its vprocs,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The allocator across real ito processes (src/alloc/agent.c, core/revoke.c).
  *
  * This process computes on every vproc; other ito processes (this program,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The division of processors among processes (src/alloc/share.c) as a pure
  * function: a table of cases with their expected grants, then properties
  * checked on many random inputs — grants inside the affinity mask, at least

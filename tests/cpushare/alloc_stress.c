@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Revocations under load (core/revoke.c): two processes of one allocation
  * domain flip their priorities every couple of milliseconds, so that
  * processors go back and forth between them, while their threads spawn and

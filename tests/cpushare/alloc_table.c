@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The allocation table in shared memory (src/alloc/table.c), across real
  * processes: join and leave, demand up and down, the generation futex, a
  * process killed while registered and while holding the lock (also at

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* What the allocation tests share: this process's allocation, and waiting
  * for a condition on it with a generous cap (no time is asserted). */
 #ifndef ITO_TESTS_ALLOC_WAIT_H

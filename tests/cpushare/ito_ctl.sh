@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # ito-ctl shows the ito processes sharing the machine: two computing
 # processes of one domain both appear, with their processors; an idle one
 # killed with SIGKILL is gone from the next table (ito-ctl divides again,

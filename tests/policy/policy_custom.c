@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A custom scheduling policy (ito/policy.h): a per-vproc LIFO list with no
  * stealing, registered before initialization and chosen with ito_init, runs
  * a fork/join workload and a mutex workload correctly; every decision goes

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ito_policy_register validation, each case in a fresh process: NULL,
  * another ABI (ENOTSUP), sizes too small, missing enqueue or pick, bad names
  * (empty, upper case, spaces, other characters, too long), names taken

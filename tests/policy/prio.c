@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The "prio" policies under the runtime (run with ITO_POLICY=prio and
  * prio-shared):
  *   - order: on one vproc, ready threads run most urgent first;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The O(1) priority queue of the "prio" policies (src/policy/prioq.c) as a
  * data structure, table-driven: order across and within levels, front
  * insertion, the swap of the active and expired arrays, eager and lazy

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Thread attributes: every setter and getter, their bounds and errno values,
  * an uninitialized attribute, and what ito_spawn does with each attribute. */
 #include "common.h"

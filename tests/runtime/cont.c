@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* One-shot continuations (ito/cont.h): the generator of the header, a
  * ping-pong between two continuations, values both ways, a continuation on a
  * caller-provided stack (static and heap memory), nested continuations,

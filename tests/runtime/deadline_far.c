@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* An absolute deadline far in the future (past the 64-bit nanosecond range)
  * means "wait until woken", not "already passed". */
 #include "common.h"

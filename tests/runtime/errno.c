@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* errno belongs to the ito thread: each thread sets its own value, then
  * yields, sleeps and blocks many times (migrating between vprocs and kernel
  * threads) while the others set different values, and still sees its own.

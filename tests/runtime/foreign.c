@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Foreign kernel threads (pthreads that ito did not create) mixed with ito
  * threads: they lock ito mutexes against ito threads (exact count), wait on
  * ito conditions, post and wait on semaphores, spawn ito threads (joinable

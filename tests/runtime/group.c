@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Thread groups (ito_group_*), under every policy for the API and its
  * misuse, and under "affinity" for what the policy promises:
  *   - exclusive: a group's threads never run at the same time, whatever they

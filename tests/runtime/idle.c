@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Idle behaviour: once every thread is blocked (main sleeping, nothing else
  * ready), the vprocs stop looking for work and sleep, so the process uses
  * almost no CPU beyond the short spinning window. Measured with getrusage

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Liveness: a ready thread never waits for a busy vproc while another vproc is
  * idle — wherever the busy vproc keeps it: its next slot (a child just
  * spawned), its yield list (a thread that yielded), its inbox (a thread that

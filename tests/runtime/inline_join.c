@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Inline joins (src/core/inline.c): a thread that joins a child that has not
  * started runs it on its own stack when it fits there. main has a large
  * stack, so its joins of fresh children go inline. The child must remain a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Joining a thread right after spawning it must be indistinguishable from any
  * other join, however the runtime runs the child (it may run a child that has
  * not started on the joiner's own stack): inside the child, ito_self(), its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Thread-specific data keys: values per thread across switches and
  * migrations, destructors at exit (right values, several rounds, none for
  * NULL values or deleted keys), delete + recreate hiding old values, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ito_exit in main: the process goes on until every other ito thread has
  * exited, then exits with status 0; nothing after ito_exit runs. Checked in a
  * child process (this same executable, run with an argument). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The smallest end-to-end check: spawn, join, a mutex, a sleep. */
 #include "common.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A child started from an ito thread by posix_spawn, posix_spawnp, system
  * or popen gets the process's CPUs, not the one its caller's kernel thread

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Stack overflow: an ito thread that recurses without bound dies with a
  * clear report — the process is killed by SIGABRT and stderr says the thread
  * "overflowed its stack", gives its name and tells how to raise the size

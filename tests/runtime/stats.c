@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ito_stats_get: EINVAL for NULL; counters only grow; spawns counts every
  * thread created (ito threads and foreign kernel threads alike); switches and
  * decisions follow from running threads. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ito_suspend, ito_resume and ito_set_entry: suspending oneself and a
  * blocked thread; restarting a suspended thread with a new entry; and the
  * EINVAL/EBUSY/ESRCH cases. Suspending ready and running threads of other

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ito_suspend of a thread that is ready (spawned, not yet run) or running on
  * another vproc: "when ito_suspend returns, t is not running user code", so
  * its progress counter must not move until ito_resume. Suspensions do not

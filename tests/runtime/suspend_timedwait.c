@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A thread suspended while in a timed wait, whose wait then times out, stops
  * without running again; restarted with ito_set_entry, it must not stay linked
  * in the object's queue (the timer unlinks it), or the object, and the next

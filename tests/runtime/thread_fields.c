@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Per-thread fields through handles: priority, the data word and the name,
  * for oneself and for other threads, with their errno values (EINVAL,
  * ERANGE, ESRCH for stale and forged handles). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Threads: spawn, join, detach, exit, self, yield — results and every
  * documented error (ESRCH, EDEADLK, EINVAL). */
 #include <pthread.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Vprocs: ito_vproc_count, ito_vproc_self (from ito threads, main and foreign
  * kernel threads), ito_policy_name, and the preferred vproc of a thread: it
  * starts there and goes back there when woken, unless that vproc is busy.

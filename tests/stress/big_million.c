@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* One million threads alive at once under the default limits
  * (vm.max_map_count = 65530): spawn 10^6 threads that each check in and block
  * on one barrier, check that every one of them exists (checked in, not yet

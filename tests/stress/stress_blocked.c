@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Stress: many threads blocked at once — 100,000 (scaled) threads wait on one
  * condition variable; once all of them are counted in, one broadcast wakes
  * them all; then the same crowd parks on a semaphore and is released by as

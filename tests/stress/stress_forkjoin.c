@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Stress: random fork/join trees totalling 10^6 threads (scaled). Each node
  * is told how many threads its subtree must contain; it splits the rest among
  * 1-4 children at random and either spawns them all before joining them

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Stress: 10^7 mutex-protected increments (scaled) by threads spread over
  * every vproc, with an exact final count. The counter is a plain variable:
  * only mutual exclusion keeps the count exact. Some threads use trylock or

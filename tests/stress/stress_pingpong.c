@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Stress: 10^6 sleep/wake cycles (scaled) with no lost wake-up. Pairs of
  * threads hand a token back and forth, each side blocking until the other
  * wakes it: over semaphores, and over a condition variable with a flag. Every

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Stress: producers and consumers through a bounded buffer guarded by a
  * mutex and two condition variables (not full / not empty). Every item is
  * a distinct number and must be consumed exactly once (a per-item mark),

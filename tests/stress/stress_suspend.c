@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Stress: random ito_suspend / ito_resume / ito_set_entry on threads that are
  * running, ready, blocked on a mutex, a semaphore or a sleep, from a
  * controller thread and from main at once. The program must finish and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A program for the gdb-extension check (gdb_tools.sh): a few ito threads
  * parked in different places, then it waits to be inspected. */
 #include <unistd.h>

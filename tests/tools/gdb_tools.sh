@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Check tools/ito-gdb.py on a live process: `info ito-threads` lists the
 # parked threads and `ito-bt` shows a parked thread's stack.
 # Usage: gdb_tools.sh <gdb_target binary> <source-dir>

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Install the build into a temporary prefix and build a program against it
 # three ways: pkg-config with the shared library, pkg-config --static, and
 # CMake's find_package(ito).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Blocking calls hand the vproc on (ito_blocking_begin/end, kernel/monitor.c).
  *
  * On ONE vproc: a thread blocked in a bracketed read() on an empty pipe must

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Stress: hand-offs racing with everything else. Threads interleave
  * mutex-protected increments, bracketed kernel calls of random lengths (most
  * return before the monitor looks, some are handed off), yields and sleeps;

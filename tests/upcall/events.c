@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The event hook: every kind of event is reported, for the right thread, on
  * the vproc it concerns (the hook runs there), in a sensible order:
  *   - VPROC_ADDED once per vproc at initialization (hook installed before);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Plain system calls made by ito threads keep their C-library behaviour while
  * the rings work: a completion for a thread parked on the vproc's ring must
  * not interrupt the kernel thread carrying the vproc.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Preemption fairness: on one vproc, two threads that loop without ever
  * calling ito and a third ready thread all make progress; a sleeping thread
  * wakes up (its timer is seen at the next switch). With ITO_TIMESLICE_US=0

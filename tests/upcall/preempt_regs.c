@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The full register state and errno survive preemption and migration.
  *
  * Threads on two vprocs fill every vector register (ymm0-15 with AVX, else

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Recovery: time slices end at random points — in the threads' own code and
  * inside ito's critical sections — while threads hammer ito's mutexes, ready
  * queues, descriptor and stack pools. Every count must come out exact, and

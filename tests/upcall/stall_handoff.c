@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Blocking that nobody bracketed (kernel/stall.c), on ONE vproc.
  *
  * A thread sleeps in a plain usleep() and then reads an empty pipe with a

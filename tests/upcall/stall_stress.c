@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Blocking that nobody bracketed, under load (kernel/stall.c), on 2 vprocs
  * with 1 ms time slices.
  *
