@@ -147,7 +147,7 @@ ITO_API void ito_blocking_begin(void)
     atomic_store_explicit(&vp->kcalls, atomic_load_explicit(&vp->kcalls, memory_order_relaxed) + 1,
                           memory_order_relaxed);
     atomic_store_explicit(&vp->kstate, (uintptr_t)a | ITO__KS_KERNEL, memory_order_release);
-    /* Dekker pair with the monitor going to sleep (monitor.c): the mark is
+    /* Dekker pair with the monitor going to sleep (upcall/monitor.c): the mark is
      * stored, then the monitor's flag loaded. */
     ito__fence_light();
     if (ITO_UNLIKELY(atomic_load_explicit(&ito__rt.monitor_asleep, memory_order_relaxed)))
@@ -194,7 +194,6 @@ ITO_API void ito_blocking_end(void)
     ito__critical_exit();
 }
 
-
 bool ito__carrier_lost(struct ito__activation *a)
 {
     struct ito__vproc *vp = a->vp;
@@ -231,7 +230,6 @@ bool ito__carrier_cpu_time(const struct ito__activation *a, uint64_t *ns)
     *ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
     return true;
 }
-
 
 static bool take_steps(struct ito__vproc *vp, struct ito__activation *carrier, struct ito__activation *spare)
 {
