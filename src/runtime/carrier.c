@@ -259,7 +259,6 @@ static bool take_steps(struct ito__vproc *vp, struct ito__activation *carrier, s
     return true;
 }
 
-
 /* s carries vp from now on (kstate says so already): wake it. */
 static void carry_on(struct ito__vproc *vp, struct ito__activation *s, uint64_t blocked_id, bool stall)
 {
