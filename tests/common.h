@@ -187,6 +187,40 @@ static inline const char *test_status_str(int st, char *buf, size_t len)
         }                                                                               \
     } while (0)
 
+/* A misuse that must abort with a clear message: its case runs in a fresh
+ * process (test_run_self) and must die of SIGABRT with `needle` in its
+ * stderr. */
+struct test_abort_case {
+    const char *name;
+    void (*fn)(void);
+    const char *needle;
+};
+
+/* main() of a test made of abort cases: with one argument, run that case
+ * (the child); without, run every case in a child and check its death, each
+ * message also containing `also` (NULL: nothing more). Returns main's status. */
+static inline int test_abort_cases(int argc, char **argv, const struct test_abort_case *cases, int n,
+                                   const char *also)
+{
+    if (argc == 2) {
+        for (int i = 0; i < n; i++)
+            if (strcmp(argv[1], cases[i].name) == 0) {
+                cases[i].fn();
+                fprintf(stderr, "case %s: did not abort\n", argv[1]);
+                return 0;
+            }
+        return 2;
+    }
+    for (int i = 0; i < n; i++) {
+        static char err[8192];
+        int st = test_run_self(cases[i].name, err, sizeof err);
+        fprintf(stderr, "case %s:\n", cases[i].name);
+        CHECK_DIED_WITH(st, SIGABRT, err, cases[i].needle);
+        CHECK(!also || strstr(err, also) != NULL);
+    }
+    return 0;
+}
+
 /* Resident set size of this process in KiB (VmRSS), or -1. */
 static inline long test_rss_kib(void)
 {

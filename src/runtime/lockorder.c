@@ -99,7 +99,8 @@ void ito__lock_order_released(ito__spinlock *l)
             return;
         }
     }
-    ito__panic("internal error: spinlock %p (%s) released by a kernel thread that does not hold it",
+    ito__panic("internal error: lock order bookkeeping: spinlock %p (%s) released by a kernel "
+               "thread that does not hold it",
                (void *)l, NAME[kind_of(l)]);
 }
 

@@ -103,11 +103,7 @@ static void case_hook_switch(void)
     atomic_store(&hook_stop, true);
 }
 
-static const struct {
-    const char *name;
-    void (*fn)(void);
-    const char *needle;   /* in the message */
-} cases[] = {
+static const struct test_abort_case cases[] = {
     { "exit_foreign", case_exit_foreign, "ito_exit" },
     { "exit_foreign_uninitialized", case_exit_foreign_uninitialized, "ito_exit" },
     { "cont_null", case_cont_null, "NULL" },
@@ -120,22 +116,5 @@ static const struct {
 
 int main(int argc, char **argv)
 {
-    enum { NCASES = sizeof cases / sizeof cases[0] };
-    if (argc == 2) {
-        for (int i = 0; i < NCASES; i++)
-            if (strcmp(argv[1], cases[i].name) == 0) {
-                cases[i].fn();
-                fprintf(stderr, "case %s: did not abort\n", argv[1]);
-                return 0;
-            }
-        return 2;
-    }
-    for (int i = 0; i < NCASES; i++) {
-        static char err[8192];
-        int st = test_run_self(cases[i].name, err, sizeof err);
-        fprintf(stderr, "case %s:\n", cases[i].name);
-        CHECK_DIED_WITH(st, SIGABRT, err, cases[i].needle);
-        CHECK(strstr(err, "ito") != NULL);
-    }
-    return 0;
+    return test_abort_cases(argc, argv, cases, sizeof cases / sizeof cases[0], "ito");
 }

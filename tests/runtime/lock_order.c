@@ -34,12 +34,8 @@ static void case_unlock_unheld(void)
     ito__spin_unlock(&policy_lock);
 }
 
-static const struct {
-    const char *name;
-    void (*fn)(void);
-    const char *needle;
-} cases[] = {
-    { "inner_then_outer", case_inner_then_outer, "a thread's lock (t->lk)" },
+static const struct test_abort_case cases[] = {
+    { "inner_then_outer", case_inner_then_outer, "taken while holding a timer heap's lock" },
     { "same_kind", case_same_kind, "a sync object's lock" },
     { "unlock_unheld", case_unlock_unheld, "does not hold it" },
 };
@@ -47,24 +43,9 @@ static const struct {
 int main(int argc, char **argv)
 {
     enum { NCASES = sizeof cases / sizeof cases[0] };
-    if (argc == 2) {
-        for (int i = 0; i < NCASES; i++)
-            if (strcmp(argv[1], cases[i].name) == 0) {
-                cases[i].fn();
-                fprintf(stderr, "case %s: did not abort\n", argv[1]);
-                return 0;
-            }
-        return 2;
-    }
-    for (int i = 0; i < NCASES; i++) {
-        static char err[8192];
-        int st = test_run_self(cases[i].name, err, sizeof err);
-        fprintf(stderr, "case %s:\n", cases[i].name);
-        CHECK_DIED_WITH(st, SIGABRT, err, cases[i].needle);
-        CHECK(strstr(err, "lock order") != NULL || strstr(err, "does not hold it") != NULL);
-        if (strcmp(cases[i].name, "inner_then_outer") == 0)
-            CHECK(strstr(err, "a timer heap's lock") != NULL);   /* both locks named */
-    }
+    int st = test_abort_cases(argc, argv, cases, NCASES, "lock order");
+    if (argc == 2 || st != 0)
+        return st;
     /* Outer first, every kind in a row, and trylock: no abort. */
     ito__spin_lock(&object_lock);
     ito__spin_lock(&thread_lock);
