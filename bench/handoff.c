@@ -12,7 +12,7 @@
  * ito: one vproc; A brackets the call with ito_blocking_begin/end, so the
  * monitor must notice it and hand the vproc to a spare activation. With
  * --call plain A makes the bare call, which the monitor must find by itself
- * (a stall: kernel/stall.c); --block-us must then be well above its 1 ms
+ * (a stall: runtime/carrier.c); --block-us must then be well above its 1 ms
  * threshold, or B simply runs when the sleep ends.
  * pthread: both pinned to one CPU; the kernel switches to B when A sleeps
  * (the floor: what a kernel thread costs here).

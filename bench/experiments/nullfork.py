@@ -20,7 +20,7 @@ class NullFork(Experiment):
              "POSIX threads run with the process restricted to the same number of CPUs. "
              "A warm-up of a tenth of the operations precedes the timed ones. \"switches/op\" and "
              "\"steals\" are ito's own counters over the timed part (ito may run a child that has not "
-             "started yet inside the join that waits for it: see src/core/inline.c).")
+             "started yet inside the join that waits for it: see src/runtime/inline.c).")
 
     def configs(self, ctx):
         cs = []

@@ -14,7 +14,7 @@
 int ito__futex_wait(_Atomic uint32_t *word, uint32_t expected, uint64_t deadline_ns);
 /* Wake up to n kernel threads sleeping on word. */
 void ito__futex_wake(_Atomic uint32_t *word, int n);
-/* The same on a word in memory shared between processes (src/alloc). */
+/* The same on a word in memory shared between processes (src/cpushare). */
 int ito__futex_wait_shared(_Atomic uint32_t *word, uint32_t expected, uint64_t deadline_ns);
 void ito__futex_wake_shared(_Atomic uint32_t *word, int n);
 

@@ -40,7 +40,7 @@
  *     processors go to the others within a second. A dead process that
  *     wanted nothing and was above nobody is dropped by the next division
  *     anyone makes (ito-ctl makes one at each refresh).
- * The process never holds fewer than one vproc (share.c gives everyone one).
+ * The process never holds fewer than one vproc (divide.c gives everyone one).
  * At exit it leaves the table, so that its processors go at once.
  *
  * Who takes part: every process (ITO_ALLOCATOR=1, the default) whose vprocs

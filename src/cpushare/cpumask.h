@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* A set of CPUs of fixed size, as the allocator stores it in shared memory
- * (table.h) and divides it (share.c). Plain words: no pointers, no lengths
+ * (table.h) and divides it (divide.c). Plain words: no pointers, no lengths
  * to trust. */
 #ifndef ITO_CPUSHARE_CPUMASK_H
 #define ITO_CPUSHARE_CPUMASK_H

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Dynamic space sharing: how the processors are divided among the ito
- * processes of a machine ([SA §4.1]). A pure function; see share.c. */
+ * processes of a machine ([SA §4.1]). A pure function; see divide.c. */
 #ifndef ITO_CPUSHARE_DIVIDE_H
 #define ITO_CPUSHARE_DIVIDE_H
 

@@ -14,7 +14,7 @@
  * first: no daemon. Each process owns a slot where it posts its hints (how
  * many processors it could use, its priority, its affinity mask and quota)
  * on transitions only. Whoever changes its hints takes the table's lock and
- * divides the processors anew (share.c: a pure function of the slots), and
+ * divides the processors anew (divide.c: a pure function of the slots), and
  * if a grant changed — or a priority, or who is registered, which may
  * change who is above whom on a shared processor (the view's shared_above,
  * cpushare/weight.c) — bumps the generation word, a futex every process sleeps

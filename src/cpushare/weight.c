@@ -2,7 +2,7 @@
 /*
  * The weight of a shared floor processor.
  *
- * Problem. The division (share.c) gives every process at least one
+ * Problem. The division (divide.c) gives every process at least one
  * processor, shared if need be. When a process of higher priority wants
  * every processor, the lower one's single vproc shares one of them, and the
  * kernel time-shares the two carriers equally: the higher process loses half

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The process-wide runtime state and the init gate every public entry passes. */
+/* The process-wide runtime state (the init gate is api/init.h). */
 #ifndef ITO_RUNTIME_RUNTIME_H
 #define ITO_RUNTIME_RUNTIME_H
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * A revocation leaves a plain system call alone (alloc/agent.c,
+ * A revocation leaves a plain system call alone (cpushare/agent.c,
  * carrier_computes): a kernel thread asleep in the kernel uses no
  * processor, and the time-slice signal that stops a computing one would end
  * nanosleep, pause and the like early with EINTR, which SA_RESTART does not

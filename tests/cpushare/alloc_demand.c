@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Demand that no time slice shows (kernel/preempt.c): a process that lost
+ * Demand that no time slice shows (upcall/preempt.c): a process that lost
  * processors asks for them back when its threads wait for its vprocs,
  * even though they block every half millisecond at a barrier and so never
  * use up a slice.

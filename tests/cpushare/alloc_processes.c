@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The allocator across real ito processes (src/alloc/agent.c, core/revoke.c).
+/* The allocator across real ito processes (src/cpushare/agent.c, cpushare/revoke.c).
  *
  * This process computes on every vproc; other ito processes (this program,
  * started again in another role) arrive and leave:
@@ -11,7 +11,7 @@
  *   - an idle process: it keeps no processor of its own;
  *   - a computing process of lower priority: we keep everything; after we
  *     lower our own priority below its, we keep one, and its kernel thread
- *     runs as SCHED_IDLE (where the process may undo that: alloc/weight.c)
+ *     runs as SCHED_IDLE (where the process may undo that: cpushare/weight.c)
  *     until our priority is raised again;
  *   - a process with ITO_ALLOCATOR=0 stays out.
  * All of them meet in the test's own domain (ITO_ALLOC_DOMAIN, set by ctest).
@@ -189,7 +189,7 @@ static int affinity_count(void)
 static int child(const char *role)
 {
     /* Forked by a carrier pinned to one CPU, maybe SCHED_IDLE: the child
-     * starts with the process's affinity and policy (core/fork.c). */
+     * starts with the process's affinity and policy (runtime/fork.c). */
     if (getenv("ALLOC_TEST_CPUS")) {   /* started by main below, not by ito_ctl.sh */
         CHECK_EQ(affinity_count(), atoi(getenv("ALLOC_TEST_CPUS")));
         CHECK_EQ(sched_getscheduler(0), SCHED_OTHER);

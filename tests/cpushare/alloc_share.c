@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The division of processors among processes (src/alloc/share.c) as a pure
+/* The division of processors among processes (src/cpushare/divide.c) as a pure
  * function: a table of cases with their expected grants, then properties
  * checked on many random inputs — grants inside the affinity mask, at least
  * one processor each, no more than wanted, no processor left idle that an

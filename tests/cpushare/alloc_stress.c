@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Revocations under load (core/revoke.c): two processes of one allocation
+/* Revocations under load (cpushare/revoke.c): two processes of one allocation
  * domain flip their priorities every couple of milliseconds, so that
  * processors go back and forth between them, while their threads spawn and
  * join, lock a shared mutex, yield, sleep and compute. Every count must come

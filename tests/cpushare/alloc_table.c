@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The allocation table in shared memory (src/alloc/table.c), across real
+/* The allocation table in shared memory (src/cpushare/table.c), across real
  * processes: join and leave, demand up and down, the generation futex, a
  * process killed while registered and while holding the lock (also at
  * random points), garbage in the segment, a header of another layout

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Inline joins (src/core/inline.c): a thread that joins a child that has not
+/* Inline joins (src/runtime/inline.c): a thread that joins a child that has not
  * started runs it on its own stack when it fits there. main has a large
  * stack, so its joins of fresh children go inline. The child must remain a
  * full thread: its own identity, errno and keys; it may block, migrate, call

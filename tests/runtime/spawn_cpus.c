@@ -2,7 +2,7 @@
 /*
  * A child started from an ito thread by posix_spawn, posix_spawnp, system
  * or popen gets the process's CPUs, not the one its caller's kernel thread
- * is pinned to (core/spawn.c); the caller stays pinned. The child is this
+ * is pinned to (runtime/spawn.c); the caller stays pinned. The child is this
  * program again: it reports how many CPUs it may use, as its exit status
  * (posix_spawn, system) or on its output (popen).
  */

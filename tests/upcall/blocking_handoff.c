@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Blocking calls hand the vproc on (ito_blocking_begin/end, kernel/monitor.c).
+/* Blocking calls hand the vproc on (ito_blocking_begin/end, upcall/monitor.c).
  *
  * On ONE vproc: a thread blocked in a bracketed read() on an empty pipe must
  * not stop the others — a thousand threads spawned after it all finish while

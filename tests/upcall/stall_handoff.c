@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Blocking that nobody bracketed (kernel/stall.c), on ONE vproc.
+/* Blocking that nobody bracketed (runtime/carrier.c), on ONE vproc.
  *
  * A thread sleeps in a plain usleep() and then reads an empty pipe with a
  * plain read(): no ito_blocking_begin. With activations on, a counting

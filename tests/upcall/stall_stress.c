@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Blocking that nobody bracketed, under load (kernel/stall.c), on 2 vprocs
+/* Blocking that nobody bracketed, under load (runtime/carrier.c), on 2 vprocs
  * with 1 ms time slices.
  *
  * Threads sleep in plain usleep() and read pipes with plain read() between
