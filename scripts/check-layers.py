@@ -31,6 +31,7 @@ LAYERS = [
     ["runtime"],                       # threads, vprocs, activations, the run loop, the carrier
     ["policy", "upcall", "cpushare"],  # policies; emulated kernel events; processor sharing
     ["api"],                           # the public calls' gate, sync objects, I/O, init
+    ["posix"],                         # the pthread face of libito-pthread.so
 ]
 RANK = {folder: r for r, folders in enumerate(LAYERS) for folder in folders}
 
@@ -105,14 +106,16 @@ def check_symbols(src, objects):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--src", required=True)
-    ap.add_argument("--objects", help="a file listing the library's object files, one per line")
+    ap.add_argument("--objects", action="append", default=[],
+                    help="a file listing one library's object files, one per line (repeatable: "
+                         "libito and libito-pthread are checked each on its own)")
     a = ap.parse_args()
     bad = check_includes(a.src)
     nobj = 0
-    if a.objects:
-        with open(a.objects) as f:
+    for listing in a.objects:
+        with open(listing) as f:
             objects = [l.strip() for l in f if l.strip()]
-        nobj = len(objects)
+        nobj += len(objects)
         bad += check_symbols(a.src, objects)
     for b in bad:
         print("layer violation:", b)

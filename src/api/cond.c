@@ -19,17 +19,12 @@
 #include "base/clock.h"
 #include "api/init.h"
 #include "runtime/runtime.h"
+#include "api/cond.h"
 #include "api/mutex.h"
 #include "api/owner.h"
 #include "runtime/wait.h"
 
 #define COND_DESTROYED 0xdeadc0d1u
-
-struct ito__cond {
-    ito__spinlock lk;
-    uint32_t destroyed;
-    struct ito__waitq q;
-};
 
 _Static_assert(sizeof(struct ito__cond) <= sizeof(ito_cond_t), "ito_cond_t too small");
 
@@ -63,6 +58,22 @@ ITO_API int ito_cond_destroy(ito_cond_t *uc)
     return e;
 }
 
+struct ito__waiter *ito__cond_wait_begin(struct ito__cond *c, struct ito__waiter *local, uint64_t deadline)
+{
+    ito__spin_lock(&c->lk);
+    if (c->destroyed == COND_DESTROYED) {
+        ito__spin_unlock(&c->lk);
+        return NULL;
+    }
+    struct ito__waiter *w = ito__waiter_init(local);
+    ito__waitq_push(&c->q, w);
+    ito__wait_begin(w, deadline, &c->lk, &c->q);
+    ito__spin_unlock(&c->lk);
+    return w;
+}
+
+int ito__cond_wait_end(struct ito__cond *c, struct ito__waiter *w) { return ito__wait_end(w, &c->lk, &c->q); }
+
 static int cond_wait(struct ito__cond *c, struct ito__mutex *m, uint64_t deadline)
 {
     ito__ensure_init();
@@ -70,17 +81,11 @@ static int cond_wait(struct ito__cond *c, struct ito__mutex *m, uint64_t deadlin
     if (!ito__mutex_held_by(m, self))
         return EPERM;
     struct ito__waiter local;
-    ito__spin_lock(&c->lk);
-    if (c->destroyed == COND_DESTROYED) {
-        ito__spin_unlock(&c->lk);
+    struct ito__waiter *w = ito__cond_wait_begin(c, &local, deadline);
+    if (!w)
         return EINVAL;
-    }
-    struct ito__waiter *w = ito__waiter_init(&local);
-    ito__waitq_push(&c->q, w);
-    ito__wait_begin(w, deadline, &c->lk, &c->q);
-    ito__spin_unlock(&c->lk);
     ito__mutex_unlock(m, self);
-    int r = ito__wait_end(w, &c->lk, &c->q);
+    int r = ito__cond_wait_end(c, w);
     /* Take the mutex back whatever happened (POSIX). */
     int e = ito__mutex_lock(m, self);
     return e ? e : r;   /* EINVAL if the mutex was destroyed meanwhile */
@@ -101,13 +106,10 @@ ITO_API int ito_cond_timedwait(ito_cond_t *c, ito_mutex_t *m, const struct times
     return cond_wait(C(c), (struct ito__mutex *)m, deadline);
 }
 
-/* Claim the first waiter of uc (all of them: a list) under its lock, and
- * wake outside it. */
-ITO_INLINE int wake(ito_cond_t *uc, bool all)
+/* Claim the first waiter (all of them: a list) under the lock, and wake
+ * outside it. */
+int ito__cond_wake(struct ito__cond *c, bool all)
 {
-    if (!uc)
-        return EINVAL;
-    struct ito__cond *c = C(uc);
     ito__spin_lock(&c->lk);
     if (c->destroyed == COND_DESTROYED) {
         ito__spin_unlock(&c->lk);
@@ -122,6 +124,6 @@ ITO_INLINE int wake(ito_cond_t *uc, bool all)
     return 0;
 }
 
-ITO_API int ito_cond_signal(ito_cond_t *uc) { return wake(uc, false); }
+ITO_API int ito_cond_signal(ito_cond_t *uc) { return uc ? ito__cond_wake(C(uc), false) : EINVAL; }
 
-ITO_API int ito_cond_broadcast(ito_cond_t *uc) { return wake(uc, true); }
+ITO_API int ito_cond_broadcast(ito_cond_t *uc) { return uc ? ito__cond_wake(C(uc), true) : EINVAL; }

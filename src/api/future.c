@@ -22,7 +22,7 @@ ITO_API int ito_future_spawn(ito_future_t *f, const ito_attr_t *attr, void *(*fn
     if (!f)
         return EINVAL;
     int e = ito__ensure_init();
-    return e ? e : ito__spawn(&f->id, attr, fn, arg, ITO__CTL_FUTURE);
+    return e ? e : ito__spawn(&f->id, attr, fn, arg, ITO__CTL_FUTURE, NULL);
 }
 
 /* Drop a pin; free the descriptor if that was the last thing keeping it. */

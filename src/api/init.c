@@ -18,6 +18,7 @@
 
 #include <ito.h>
 
+#include "base/libc.h"
 #include "base/env.h"
 #include "base/panic.h"
 #include "runtime/event.h"
@@ -63,17 +64,17 @@ static int validate(const ito_config_t *c)
 static void fill_hooks(void)
 {
     ito__ctx_on_return = ito__ctx_returned;
-    ito__hooks = (struct ito__hooks){
-        .activation_started = ito__preempt_start_self,
-        .backlog = ito__agent_backlog,
-        .backlog_end = ito__agent_backlog_end,
-        .want_more = ito__agent_more,
-        .idle = ito__agent_idle,
-        .revoked = ito__revoke_park,
-        .rescue = ito__revoke_rescue,
-        .repin = ito__revoke_repin,
-        .forked = ito__weight_forked,
-    };
+    ito__hooks.activation_started = ito__preempt_start_self;
+    ito__hooks.backlog = ito__agent_backlog;
+    ito__hooks.backlog_end = ito__agent_backlog_end;
+    ito__hooks.want_more = ito__agent_more;
+    ito__hooks.idle = ito__agent_idle;
+    ito__hooks.revoked = ito__revoke_park;
+    ito__hooks.rescue = ito__revoke_rescue;
+    ito__hooks.repin = ito__revoke_repin;
+    ito__hooks.forked = ito__weight_forked;
+    /* tp_new and tp_done are the posix layer's (src/posix/tcb.c), if any. */
+    ito__arch_tp_init();
 }
 
 static int start(const ito_config_t *c, bool adopt)
@@ -147,7 +148,7 @@ int ito__init_slow(const ito_config_t *cfg, bool explicit_call)
 {
     int saved_errno = errno;   /* the caller's errno survives initialization */
     ito__policies_builtin();
-    pthread_mutex_lock(&init_lock);
+    ito__libc_pthread_mutex_lock(&init_lock);
     int s = atomic_load_explicit(&ito__rt.state, memory_order_acquire);
     int e;
     if (s == ITO__RT_READY) {
@@ -172,7 +173,7 @@ int ito__init_slow(const ito_config_t *cfg, bool explicit_call)
             }
         }
     }
-    pthread_mutex_unlock(&init_lock);
+    ito__libc_pthread_mutex_unlock(&init_lock);
     if (s != ITO__RT_READY && s != ITO__RT_FAILED && !e && ito__on_activation()) {
         /* This kernel thread now carries vproc 0: report it, outside the
          * lock (a hook may call ito). The others report from their own

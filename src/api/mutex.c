@@ -75,12 +75,13 @@ ITO_API int ito_mutex_destroy(ito_mutex_t *um)
     return e;
 }
 
-int ito__mutex_lock_slow(struct ito__mutex *m, uintptr_t self, uint64_t deadline)
+int ito__lockword_lock_slow(_Atomic uintptr_t *word, ito__spinlock *lk, struct ito__waitq *q, uintptr_t self,
+                            uint64_t deadline)
 {
     unsigned spins = 0;
     bool requeue = false;
     for (;;) {
-        uintptr_t w = atomic_load_explicit(&m->word, memory_order_relaxed);
+        uintptr_t w = atomic_load_explicit(word, memory_order_relaxed);
         if (w & ITO__MUTEX_DESTROYED)
             return EINVAL;
         uintptr_t owner = w & ~ITO__MUTEX_WAITERS;
@@ -88,7 +89,7 @@ int ito__mutex_lock_slow(struct ito__mutex *m, uintptr_t self, uint64_t deadline
             return EDEADLK;
         if (owner == 0) {
             /* Acquire pairs with the release in unlock. */
-            if (atomic_compare_exchange_weak_explicit(&m->word, &w, self | (w & ITO__MUTEX_WAITERS),
+            if (atomic_compare_exchange_weak_explicit(word, &w, self | (w & ITO__MUTEX_WAITERS),
                                                       memory_order_acquire, memory_order_relaxed))
                 return 0;
             continue;
@@ -101,42 +102,42 @@ int ito__mutex_lock_slow(struct ito__mutex *m, uintptr_t self, uint64_t deadline
         if (deadline && ito__now_ns() >= deadline)
             return ETIMEDOUT;
         struct ito__waiter local;
-        ito__spin_lock(&m->lk);
-        w = atomic_load_explicit(&m->word, memory_order_relaxed);
+        ito__spin_lock(lk);
+        w = atomic_load_explicit(word, memory_order_relaxed);
         if ((w & ~ITO__MUTEX_WAITERS) == 0 || (w & ITO__MUTEX_DESTROYED) ||
             (!(w & ITO__MUTEX_WAITERS) &&
-             !atomic_compare_exchange_strong_explicit(&m->word, &w, w | ITO__MUTEX_WAITERS,
+             !atomic_compare_exchange_strong_explicit(word, &w, w | ITO__MUTEX_WAITERS,
                                                       memory_order_relaxed, memory_order_relaxed))) {
-            ito__spin_unlock(&m->lk);
+            ito__spin_unlock(lk);
             continue;   /* changed under us: look again */
         }
         struct ito__waiter *wt = ito__waiter_init(&local);
         if (requeue)
-            ito__waitq_push_front(&m->q, wt);   /* woken but lost the race: keep its place */
+            ito__waitq_push_front(q, wt);   /* woken but lost the race: keep its place */
         else
-            ito__waitq_push(&m->q, wt);
-        ito__wait_begin(wt, deadline, &m->lk, &m->q);
-        ito__spin_unlock(&m->lk);
-        if (ito__wait_end(wt, &m->lk, &m->q) == ETIMEDOUT)
+            ito__waitq_push(q, wt);
+        ito__wait_begin(wt, deadline, lk, q);
+        ito__spin_unlock(lk);
+        if (ito__wait_end(wt, lk, q) == ETIMEDOUT)
             return ETIMEDOUT;
         requeue = true;
         spins = 0;
     }
 }
 
-int ito__mutex_unlock_slow(struct ito__mutex *m, uintptr_t self)
+int ito__lockword_unlock_slow(_Atomic uintptr_t *word, ito__spinlock *lk, struct ito__waitq *q, uintptr_t self)
 {
-    uintptr_t w = atomic_load_explicit(&m->word, memory_order_relaxed);
+    uintptr_t w = atomic_load_explicit(word, memory_order_relaxed);
     if (w & ITO__MUTEX_DESTROYED)
         return EINVAL;
     if ((w & ~ITO__MUTEX_WAITERS) != self)
         return EPERM;
-    /* WAITERS is set and only changes under m->lk while we own the word. */
-    ito__spin_lock(&m->lk);
-    struct ito__waiter *wt = ito__waitq_pop_claim(&m->q);
+    /* WAITERS is set and only changes under lk while we own the word. */
+    ito__spin_lock(lk);
+    struct ito__waiter *wt = ito__waitq_pop_claim(q);
     /* Release pairs with the acquire CAS of the next owner. */
-    atomic_store_explicit(&m->word, ito__waitq_empty(&m->q) ? 0 : ITO__MUTEX_WAITERS, memory_order_release);
-    ito__spin_unlock(&m->lk);
+    atomic_store_explicit(word, ito__waitq_empty(q) ? 0 : ITO__MUTEX_WAITERS, memory_order_release);
+    ito__spin_unlock(lk);
     if (wt)
         ito__wake_finish(wt);
     return 0;

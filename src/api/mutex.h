@@ -18,8 +18,21 @@ struct ito__mutex {
     struct ito__waitq q;
 };
 
-int ito__mutex_lock_slow(struct ito__mutex *m, uintptr_t self, uint64_t deadline);
-int ito__mutex_unlock_slow(struct ito__mutex *m, uintptr_t self);
+/* The slow paths work on the three parts wherever they lie: the POSIX face
+ * keeps them around glibc's layout of pthread_mutex_t (posix/mutex.c). */
+int ito__lockword_lock_slow(_Atomic uintptr_t *word, ito__spinlock *lk, struct ito__waitq *q, uintptr_t self,
+                            uint64_t deadline);
+int ito__lockword_unlock_slow(_Atomic uintptr_t *word, ito__spinlock *lk, struct ito__waitq *q, uintptr_t self);
+
+static inline int ito__mutex_lock_slow(struct ito__mutex *m, uintptr_t self, uint64_t deadline)
+{
+    return ito__lockword_lock_slow(&m->word, &m->lk, &m->q, self, deadline);
+}
+
+static inline int ito__mutex_unlock_slow(struct ito__mutex *m, uintptr_t self)
+{
+    return ito__lockword_unlock_slow(&m->word, &m->lk, &m->q, self);
+}
 
 static inline int ito__mutex_lock(struct ito__mutex *m, uintptr_t self)
 {

@@ -21,7 +21,7 @@ struct ito__sem {
     _Atomic uint32_t value;     /* decremented without the lock, incremented under it */
     ito__spinlock lk;
     _Atomic uint32_t destroyed; /* written under lk, read also without it (fast paths) */
-    uint32_t pad_;
+    uint32_t tag;               /* not ito's: the POSIX face marks its semaphores here (posix/sem.c) */
     struct ito__waitq q;
 };
 

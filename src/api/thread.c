@@ -16,6 +16,7 @@
 
 #include <ito.h>
 
+#include "base/libc.h"
 #include "api/init.h"
 #include "runtime/thread.h"
 
@@ -25,14 +26,14 @@ static ITO_NOINLINE ITO_COLD int first_call(void) { return ito__init_slow(NULL, 
 static ITO_NOINLINE ITO_COLD int spawn_first(ito_thread_t *t, const ito_attr_t *attr, void *(*fn)(void *), void *arg)
 {
     int e = first_call();
-    return e ? e : ito__spawn(t ? &t->id : NULL, attr, fn, arg, 0);
+    return e ? e : ito__spawn(t ? &t->id : NULL, attr, fn, arg, 0, NULL);
 }
 
 ITO_API int ito_spawn(ito_thread_t *t, const ito_attr_t *attr, void *(*fn)(void *), void *arg)
 {
     if (ITO_UNLIKELY(!ito__initialized()))
         return spawn_first(t, attr, fn, arg);
-    return ito__spawn(t ? &t->id : NULL, attr, fn, arg, 0);
+    return ito__spawn(t ? &t->id : NULL, attr, fn, arg, 0, NULL);
 }
 
 ITO_API void ito_exit(void *result)
@@ -71,7 +72,7 @@ ITO_API int ito_detach(ito_thread_t th)
 static ITO_NOINLINE ITO_COLD void yield_first(void)
 {
     if (first_call() != 0)
-        sched_yield();
+        ito__libc_sched_yield();
     else
         ito__yield();
 }

@@ -9,6 +9,7 @@
 
 #include <sched.h>
 
+#include "base/libc.h"
 #include "base/compiler.h"
 #include "arch.h"
 
@@ -21,7 +22,7 @@ ITO_INLINE void ito__backoff(unsigned *spins)
         ++*spins;
         ito__cpu_relax();
     } else {
-        sched_yield();
+        ito__libc_sched_yield();
     }
 }
 

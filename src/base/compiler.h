@@ -24,6 +24,13 @@
 
 #define ITO_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
+/* libito-pthread.so is built with ITO_OWN_TLS=1: every ito thread runs with
+ * its own thread pointer, TLS block and C-library descriptor (src/posix/tcb.c;
+ * the switch in runtime/sched.c). libito.so leaves the thread pointer alone. */
+#ifndef ITO_OWN_TLS
+#define ITO_OWN_TLS 0
+#endif
+
 /* Compiler-only barrier. */
 #define ITO_COMPILER_BARRIER() __asm__ __volatile__("" ::: "memory")
 

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+#include "base/libc.h"
 #include "base/kthread.h"
 
 int ito__kthread_start(const char *name, size_t stack, void *(*fn)(void *), void *arg, pthread_t *out)
@@ -8,12 +9,12 @@ int ito__kthread_start(const char *name, size_t stack, void *(*fn)(void *), void
     pthread_attr_setstacksize(&attr, stack);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     pthread_t t;
-    int e = pthread_create(&t, &attr, fn, arg);
+    int e = ito__libc_pthread_create(&t, &attr, fn, arg);
     pthread_attr_destroy(&attr);
     if (e)
         return e;
     if (name)
-        pthread_setname_np(t, name);
+        ito__libc_pthread_setname_np(t, name);
     if (out)
         *out = t;
     return 0;

@@ -11,6 +11,7 @@
  * the table, or a machine hwloc cannot read, answer 0 (no shared cache) and
  * the policy simply treats every vproc as far.
  */
+#include "base/libc.h"
 #include "base/topology.h"
 
 #include <hwloc.h>
@@ -62,7 +63,7 @@ static void load(void)
 
 int ito__topo_shared_cache(int a, int b)
 {
-    pthread_once(&once, load);
+    ito__libc_pthread_once(&once, load);
     if (a < 0 || b < 0 || a >= ncpus || b >= ncpus)
         return 0;
     return table[(size_t)a * (size_t)ncpus + (size_t)b];

@@ -12,6 +12,7 @@
 
 #include <ito/policy.h>
 
+#include "base/libc.h"
 #include "policy/registry.h"
 #include "base/panic.h"
 #include "runtime/runtime.h"
@@ -62,7 +63,7 @@ static int do_register(const ito_policy_ops_t *ops)
         return ENOMEM;
     }
     int e = 0;
-    pthread_mutex_lock(&lock);
+    ito__libc_pthread_mutex_lock(&lock);
     for (int i = 0; i < ntable; i++)
         if (strcmp(table[i]->name, copy->name) == 0)
             e = EEXIST;
@@ -70,7 +71,7 @@ static int do_register(const ito_policy_ops_t *ops)
         e = ENOSPC;
     if (!e)
         table[ntable++] = copy;
-    pthread_mutex_unlock(&lock);
+    ito__libc_pthread_mutex_unlock(&lock);
     if (e) {
         free((char *)copy->name);
         free(copy);
@@ -82,11 +83,11 @@ const ito_policy_ops_t *ito__policy_find(const char *name)
 {
     ito__policies_builtin();
     const ito_policy_ops_t *r = NULL;
-    pthread_mutex_lock(&lock);
+    ito__libc_pthread_mutex_lock(&lock);
     for (int i = 0; i < ntable && !r; i++)
         if (strcmp(table[i]->name, name) == 0)
             r = table[i];
-    pthread_mutex_unlock(&lock);
+    ito__libc_pthread_mutex_unlock(&lock);
     return r;
 }
 
@@ -101,5 +102,5 @@ static void register_builtin(void)
 void ito__policies_builtin(void)
 {
     static pthread_once_t once = PTHREAD_ONCE_INIT;
-    pthread_once(&once, register_builtin);
+    ito__libc_pthread_once(&once, register_builtin);
 }

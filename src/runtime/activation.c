@@ -24,6 +24,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "base/libc.h"
 #include "base/futex.h"
 #include "base/kthread.h"
 #include "base/panic.h"
@@ -51,6 +52,10 @@ __thread uint32_t ito__tls_critical __attribute__((tls_model("initial-exec"), us
 
 void ito__errno_set(int e)
 {
+    if (ITO_OWN_TLS) {
+        errno = e;   /* the thread's own, wherever it runs */
+        return;
+    }
     ito__critical_enter();
     struct ito__activation *a = ito__activation_self();
     if (a)
@@ -64,10 +69,12 @@ void ito__activation_setup_self(struct ito__activation *a)
 {
     ito__tls_act = a;
     a->errno_ptr = &errno;
+    if (!a->tp)
+        a->tp = ito__arch_thread_pointer();   /* (the adopted one has its own: ito__activation_adopt) */
     __atomic_store_n(&a->tid, gettid(), __ATOMIC_RELEASE);   /* others read it (ito__activation_tid) */
-    a->pthread = pthread_self();
+    a->pthread = ito__libc_pthread_self();
     a->critical_word = &ito__tls_critical;
-    if (pthread_getcpuclockid(a->pthread, &a->cpu_clock) != 0)
+    if (ito__libc_pthread_getcpuclockid(a->pthread, &a->cpu_clock) != 0)
         a->cpu_clock = (clockid_t)-1;   /* the monitor then never takes its vproc while asleep */
     /* Signal stack: large enough for a handler with the full AVX-512 state. */
     long min = sysconf(_SC_SIGSTKSZ);
@@ -92,7 +99,7 @@ static void own_stack(struct ito__stack *s)
     pthread_attr_t attr;
     void *addr = NULL;
     size_t size = 0;
-    if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+    if (ito__libc_pthread_getattr_np(ito__libc_pthread_self(), &attr) == 0) {
         pthread_attr_getstack(&attr, &addr, &size);
         pthread_attr_destroy(&attr);
     }
@@ -104,7 +111,7 @@ static void own_stack(struct ito__stack *s)
 static void *activation_main(void *arg)
 {
     struct ito__activation *a = arg;
-    pthread_setname_np(pthread_self(), "ito-activation");
+    ito__libc_pthread_setname_np(ito__libc_pthread_self(), "ito-activation");
     ito__activation_setup_self(a);
     own_stack(&a->sched_stack);
     a->sched_tsan_fiber = ito__tsan_current();
@@ -194,10 +201,17 @@ int ito__activation_adopt(struct ito__vproc *vp)
     a->sched.sp = ito__ctx_make(ito__stack_top(&a->sched_stack), ito__sched_entry, ito__arch_fpctl());
     a->sched_tsan_fiber = ito__tsan_create();
 
-    /* The caller's own context becomes an ito thread. */
+    /* The caller's own context becomes an ito thread. With ITO_OWN_TLS it
+     * keeps this kernel thread's thread pointer, and the scheduler context
+     * gets one of its own. */
     struct ito__thread *t = ito__thread_alloc(vp);
     if (!t)
         return ENOMEM;
+    if (ITO_OWN_TLS) {
+        t->tp = ito__arch_thread_pointer();
+        if (!(a->tp = ito__hooks.tp_new()))
+            return ENOMEM;
+    }
     t->vp = vp;
     t->flags = ITO__TF_MAIN;
     t->started = true;

@@ -235,14 +235,17 @@ static bool take_steps(struct ito__vproc *vp, struct ito__activation *carrier, s
 {
     uint64_t c1, c2;
     /* A cheap look first: a carrier inside a section is not to be robbed. */
-    if (__atomic_load_n(carrier->critical_word, __ATOMIC_RELAXED) != 0 || !ito__carrier_cpu_time(carrier, &c1) ||
+    if (__atomic_load_n(__atomic_load_n(&carrier->critical_word, __ATOMIC_RELAXED), __ATOMIC_RELAXED) != 0 || !ito__carrier_cpu_time(carrier, &c1) ||
         !ito__activation_tid(carrier) || !ito__procstat_asleep(ito__activation_tid(carrier)))
         return false;
     uintptr_t run = (uintptr_t)carrier | ITO__KS_RUN, steal = (uintptr_t)carrier | ITO__KS_STEAL;
     if (!atomic_compare_exchange_strong_explicit(&vp->kstate, &run, steal, memory_order_acq_rel,
                                                  memory_order_relaxed))
         return false;   /* it began a bracketed call, or someone else took vp */
-    uint32_t old = __atomic_fetch_or(carrier->critical_word, ITO__CRITICAL_ATTENTION, __ATOMIC_SEQ_CST);
+    /* With ITO_OWN_TLS the word moves at every switch (sched.c); read between
+     * c1 and c2, it is the one the sleeping carrier uses. */
+    uint32_t *word = __atomic_load_n(&carrier->critical_word, __ATOMIC_RELAXED);
+    uint32_t old = __atomic_fetch_or(word, ITO__CRITICAL_ATTENTION, __ATOMIC_SEQ_CST);
     if (old != 0 || !ito__carrier_cpu_time(carrier, &c2) || c2 != c1) {
         /* In a section, or it ran meanwhile: call it off. A failing CAS
          * means it began a bracketed call meanwhile, which now owns kstate. */
@@ -255,7 +258,7 @@ static bool take_steps(struct ito__vproc *vp, struct ito__activation *carrier, s
     if (!atomic_compare_exchange_strong_explicit(&vp->kstate, &steal, (uintptr_t)spare | ITO__KS_RUN,
                                                  memory_order_acq_rel, memory_order_relaxed))
         return false;   /* a bracketed call began: the carrier is awake after all */
-    ito__tsan_acquire(carrier->critical_word);   /* see step 4 */
+    ito__tsan_acquire(word);   /* see step 4 */
     return true;
 }
 

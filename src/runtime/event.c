@@ -17,6 +17,7 @@
  * one, and nothing tells when it is done. While a hook runs, its activation
  * is marked; a switch attempted from inside aborts with a message (sched.c).
  */
+#include "base/libc.h"
 #include "runtime/event.h"
 
 #include <errno.h>
@@ -42,7 +43,7 @@ ITO_API int ito_event_hook_set(ito_event_hook_t fn, void *arg)
         h->arg = arg;
         h->retired_next = NULL;
     }
-    pthread_mutex_lock(&set_lock);
+    ito__libc_pthread_mutex_lock(&set_lock);
     /* Release pairs with the acquire load in ito__event. */
     atomic_store_explicit(&ito__event_hook, h, memory_order_release);
     if (current) {
@@ -50,7 +51,7 @@ ITO_API int ito_event_hook_set(ito_event_hook_t fn, void *arg)
         retired = current;
     }
     current = h;
-    pthread_mutex_unlock(&set_lock);
+    ito__libc_pthread_mutex_unlock(&set_lock);
     return 0;
 }
 

@@ -15,6 +15,7 @@
 #define ITO_RUNTIME_HOOKS_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 struct ito__activation;
@@ -43,6 +44,13 @@ struct ito__hooks {
 
     /* cpushare/weight.c: this is the child of fork(); parent_tid forked. */
     void (*forked)(pid_t parent_tid);
+
+    /* posix/tcb.c (libito-pthread.so, ITO_OWN_TLS): thread pointers, each
+     * with its TLS block and C-library descriptor. Set by the posix layer
+     * before ito starts; api/init.c leaves them alone. */
+    uintptr_t (*tp_new)(void);      /* one for a thread spawned without one (0: out of memory) */
+    void (*tp_done)(uintptr_t tp);  /* no context runs on tp any more (its thread exited and
+                                       switched off it) */
 };
 
 extern struct ito__hooks ito__hooks;

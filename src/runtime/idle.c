@@ -40,6 +40,7 @@
  * Rejected: a sleeping vproc that wakes up periodically to poll (uses CPU,
  * adds latency); one global condition variable (a lock on every wake-up).
  */
+#include "base/libc.h"
 #include "runtime/sched.h"
 
 #include <errno.h>
@@ -88,7 +89,7 @@ void ito__fence_heavy(void)
         if (tries == 1000)
             ito__panic("membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) keeps failing (%s); ito cannot "
                        "keep its idle vprocs from losing wake-ups", strerror(errno));
-        sched_yield();
+        ito__libc_sched_yield();
     }
 }
 
@@ -340,7 +341,7 @@ struct ito__thread *ito__idle_find(struct ito__vproc *vp)
             /* With more vprocs than CPUs, another activation may be waiting
              * for this CPU: let it run rather than spin in its way. */
             if (ITO_UNLIKELY(ito__rt.oversubscribed))
-                sched_yield();
+                ito__libc_sched_yield();
             else
                 ito__cpu_relax();
             if ((t = pick_own(vp)))

@@ -47,6 +47,8 @@ struct ito__inline_frame {
 bool ito__join_inline_fits(const struct ito__thread *self, const struct ito__thread *t)
 {
     /* Room for the child's entire stack, plus a page for our own frames. */
+    if (ITO_OWN_TLS)
+        return false;   /* the child would run on its joiner's thread pointer */
     uintptr_t sp = (uintptr_t)ito__arch_sp(), lo = (uintptr_t)self->stack.lo;
     return self->stack.lo && sp > lo && sp - lo >= t->stack_size + 4096;
 }

@@ -42,6 +42,7 @@
  * Rejected: one ring for the process (every vproc would contend on it); an
  * SQPOLL kernel thread (burns a CPU); waiting with the lock held.
  */
+#include "base/libc.h"
 #include "runtime/ring.h"
 
 #include <errno.h>
@@ -301,7 +302,7 @@ void ito__ring_submit(struct ito__ring *r)
         /* Waking threads takes no lock of ours but the policy's. */
         wake_list(wake);
         if (s == -EAGAIN)
-            sched_yield();
+            ito__libc_sched_yield();
     }
 }
 

@@ -15,6 +15,8 @@ static void no_demand(void) {}
 static void no_vproc(struct ito__vproc *vp) { (void)vp; }
 static void no_idle(bool idle) { (void)idle; }
 static void no_fork(pid_t parent_tid) { (void)parent_tid; }
+static uintptr_t no_tp(void) { return 0; }
+static void no_tp_done(uintptr_t tp) { (void)tp; }
 
 struct ito__hooks ito__hooks = {
     .activation_started = no_activation,
@@ -26,4 +28,6 @@ struct ito__hooks ito__hooks = {
     .rescue = no_vproc,
     .repin = no_vproc,
     .forked = no_fork,
+    .tp_new = no_tp,
+    .tp_done = no_tp_done,
 };

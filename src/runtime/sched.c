@@ -280,6 +280,10 @@ static inline void after_resume(struct ito__thread *self, void *fake_stack)
     struct ito__vproc *vp = act->vp;
     ito__san_finish(fake_stack);
     struct ito__handover *h = vp ? &vp->handover : NULL;   /* none: lost its vproc (detach) */
+    if (ITO_OWN_TLS && h && h->dead_tp) {
+        ito__hooks.tp_done(h->dead_tp);
+        h->dead_tp = 0;
+    }
     if (ITO_UNLIKELY(h && (h->dead_stack.lo || h->dead))) {
         if (h->dead_stack.lo) {
             ito__stack_put(vp, vp->stacks, &h->dead_stack);
@@ -292,8 +296,30 @@ static inline void after_resume(struct ito__thread *self, void *fake_stack)
             h->dead = NULL;
         }
     }
-    if (self)
+    if (self && !ITO_OWN_TLS)
         *act->errno_ptr = self->saved_errno;
+}
+
+/* ITO_OWN_TLS: run the next context — `next`, or the scheduler context if
+ * NULL — on its own thread pointer. ito's thread-local variables describe the
+ * kernel thread, not the context, so they are filled in the next context's
+ * TLS block before the thread pointer moves there: the activation, the
+ * running thread, and the critical-section depth (which travels with the
+ * switch, while an ATTENTION bit does not: runtime/critical.h). The monitor
+ * finds the word it may mark through act->critical_word (runtime/carrier.c),
+ * which follows. A signal that arrives before the thread pointer moves sees
+ * the old block, at the same depth, inside the same section. */
+static inline void own_tls_switch(struct ito__activation *act, struct ito__thread *next, uint32_t depth)
+{
+    uintptr_t tp = next && next->tp ? next->tp : act->tp;
+    if (tp == ito__arch_thread_pointer())
+        return;
+    *(struct ito__activation **)(tp + ito__arch_tls_offset_act()) = act;
+    *(struct ito__thread **)(tp + ito__arch_tls_offset_cur()) = next;
+    uint32_t *word = (uint32_t *)(tp + ito__arch_tls_offset_critical());
+    *word = depth;
+    __atomic_store_n(&act->critical_word, word, __ATOMIC_RELAXED);
+    ito__arch_set_thread_pointer(tp);
 }
 
 /* Switch from the running context — thread `cur`, or the scheduler context
@@ -336,6 +362,8 @@ static void switch_to(struct ito__activation *act, struct ito__thread *cur, stru
      * the context (runtime/critical.h). */
     uint32_t depth = ito__critical_depth();
     ITO_ASSERT(depth > 0);
+    if (ITO_OWN_TLS)
+        own_tls_switch(act, next, depth);
     struct ito__ctx scratch;
     struct ito__ctx *from;
     void **fake_save;
@@ -345,7 +373,8 @@ static void switch_to(struct ito__activation *act, struct ito__thread *cur, stru
     } else if (cur) {
         from = &cur->ctx;
         fake_save = &cur->asan_fake_stack;
-        cur->saved_errno = *act->errno_ptr;
+        if (!ITO_OWN_TLS)
+            cur->saved_errno = *act->errno_ptr;
     } else {
         from = &act->sched;
         fake_save = &act->sched_fake_stack;

@@ -24,9 +24,11 @@
 
 #include <ito.h>
 
+#include "base/libc.h"
 #include "base/backoff.h"
 #include "base/panic.h"
 #include "runtime/group.h"
+#include "runtime/hooks.h"
 #include "runtime/runtime.h"
 #include "runtime/sanitizer.h"
 #include "runtime/sched.h"
@@ -179,8 +181,10 @@ ITO_API int ito_attr_get_group(const ito_attr_t *a, ito_group_t **g)
 
 /* ------------------------------------------------------------- spawning */
 
-int ito__spawn(uint64_t *id_out, const ito_attr_t *attr, void *(*fn)(void *), void *arg, uint32_t ctl_flags)
+int ito__spawn(uint64_t *id_out, const ito_attr_t *attr, void *(*fn)(void *), void *arg, uint32_t ctl_flags,
+               const struct ito__spawn_extra *x)
 {
+    uintptr_t tp = x ? x->tp : 0;
     if (!fn)
         return EINVAL;
     size_t stack_size = ito__rt.stack_size;
@@ -207,6 +211,15 @@ int ito__spawn(uint64_t *id_out, const ito_attr_t *attr, void *(*fn)(void *), vo
     if (group && !(grp = ito__group_enrol(group)))
         return EINVAL;   /* destroyed since the attribute was set */
 
+    bool own_tp = false;
+    if (ITO_OWN_TLS && !tp) {
+        if (!(tp = ito__hooks.tp_new())) {
+            if (grp)
+                ito__group_discharge(grp);
+            return EAGAIN;
+        }
+        own_tp = true;
+    }
     ito__critical_enter();   /* the vproc's descriptor cache and ready queue */
     struct ito__vproc *vp = ito__vproc_self();
     struct ito__thread *t = ito__thread_alloc(vp);
@@ -214,8 +227,11 @@ int ito__spawn(uint64_t *id_out, const ito_attr_t *attr, void *(*fn)(void *), vo
         ito__critical_exit();
         if (grp)
             ito__group_discharge(grp);
+        if (own_tp)
+            ito__hooks.tp_done(tp);
         return EAGAIN;
     }
+    t->tp = tp;
     /* The descriptor is clean (thread.h): set only what this thread chose. */
     t->pref_vproc = (int16_t)pref;
     __atomic_store_n(&t->group, grp, __ATOMIC_RELAXED);
@@ -224,6 +240,11 @@ int ito__spawn(uint64_t *id_out, const ito_attr_t *attr, void *(*fn)(void *), vo
     t->arg = arg;
     t->fpctl = ito__arch_fpctl();   /* POSIX: a thread inherits its creator's FP environment */
     t->stack_size = stack_size;
+    if (ITO_UNLIKELY(x && x->stack_lo)) {
+        t->stack.lo = x->stack_lo;   /* flags 0: not pooled, no guard page of ours */
+        t->stack.size = x->stack_size;
+        t->stack_size = x->stack_size;
+    }
     if (ITO_UNLIKELY(name && name[0]))
         memcpy(t->name, name, ITO_NAME_MAX);
 
@@ -286,6 +307,8 @@ void ito__thread_exit(struct ito__thread *t, void *result)
     t->stack.lo = NULL;
     t->stack.flags = 0;
     t->started = false;
+    vp->handover.dead_tp = t->tp;   /* still ours until the switch: the same hand-over */
+    t->tp = 0;
     ito__thread_set_state(t, ITO__TS_RUNNING, ITO__TS_EXITED);
 
     /* Publish EXITED. Release: the result is visible to whoever sees it.
@@ -445,7 +468,7 @@ void ito__yield(void)
 {
     struct ito__thread *self = ito__thread_self();
     if (!self) {
-        sched_yield();   /* a foreign kernel thread */
+        ito__libc_sched_yield();   /* a foreign kernel thread */
         return;
     }
     ito__critical_enter();
@@ -609,7 +632,7 @@ ITO_API int ito_set_entry(ito_thread_t th, void *(*fn)(void *), void *arg)
         if (tries < 16)
             ito__cpu_relax();
         else
-            sched_yield();
+            ito__libc_sched_yield();
     }
 }
 

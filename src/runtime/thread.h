@@ -81,7 +81,9 @@ struct ito__thread {
     struct ito__ctx ctx;              /* saved context; NULL sp while running/not started */
     struct ito__vproc *vp;            /* vproc it runs on / last ran on (NULL: never ran) */
     _Atomic int state;                /* enum ito__tstate */
-    int saved_errno;                  /* errno while switched out */
+    int saved_errno;                  /* errno while switched out (not with ITO_OWN_TLS: its own) */
+    uintptr_t tp;                     /* ITO_OWN_TLS: its thread pointer, set at spawn, handed
+                                         back (hooks.h: tp_done) after its last switch */
     ito_policy_node_t node;           /* owned by the policy while queued */
     uint8_t ready_reason;             /* carried through inboxes and the global queue */
     uint8_t flags;                    /* ITO__TF_* */
@@ -209,7 +211,16 @@ bool ito__thread_lock_live(struct ito__thread *t, uint64_t id);
  * t->lk. NULL: ESRCH. */
 struct ito__thread *ito__thread_lock_handle(ito_thread_t th);
 /* Create a thread (ito_spawn, ito_future_spawn); ctl_flags: ITO__CTL_FUTURE. */
-int ito__spawn(uint64_t *id_out, const ito_attr_t *attr, void *(*fn)(void *), void *arg, uint32_t ctl_flags);
+/* What the posix layer adds to a spawn (NULL: nothing). */
+struct ito__spawn_extra {
+    uintptr_t tp;       /* ITO_OWN_TLS: the thread pointer it runs with (0: ask the posix
+                           layer for one, hooks.h); the thread owns it if the spawn succeeds */
+    void *stack_lo;     /* a stack the caller provides and keeps (NULL: one from the pool) */
+    size_t stack_size;
+};
+
+int ito__spawn(uint64_t *id_out, const ito_attr_t *attr, void *(*fn)(void *), void *arg, uint32_t ctl_flags,
+               const struct ito__spawn_extra *x);
 /* The work of ito_spawn, ito_exit, ito_join, ito_detach, ito_yield, ito_self
  * and ito_sleep_ns, without the init gate: api/thread.c passes it first. */
 _Noreturn void ito__exit(void *result);

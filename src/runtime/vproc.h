@@ -18,6 +18,7 @@
 #ifndef ITO_RUNTIME_VPROC_H
 #define ITO_RUNTIME_VPROC_H
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <sys/types.h>
@@ -60,6 +61,7 @@ struct ito__activation {
     struct ito__thread *pending;    /* for the scheduler context to run next (sched.c) */
     struct ito__stack sched_stack;  /* bounds of that context's stack */
     int *errno_ptr;                 /* this kernel thread's errno */
+    uintptr_t tp;                   /* ITO_OWN_TLS: the thread pointer of its scheduler context */
     pid_t tid;                      /* written once by the activation itself at its start;
                                        others read it through ito__activation_tid */
     pthread_t pthread;
@@ -89,7 +91,8 @@ struct ito__activation {
     bool slice_pending;             /* a slice ended inside a section: yield at its end */
     /* Un-annotated blocking (runtime/carrier.c): what the monitor needs to see
      * this kernel thread from outside. Set once by the activation itself. */
-    uint32_t *critical_word;        /* its ito__tls_critical */
+    uint32_t *critical_word;        /* its ito__tls_critical; with ITO_OWN_TLS, the running
+                                       context's copy: rewritten at every switch (sched.c) */
     clockid_t cpu_clock;            /* its CPU-time clock */
     bool stall_handoff;             /* the vproc it was given came from a stall */
 };
@@ -101,6 +104,7 @@ struct ito__handover {
     struct ito__stack dead_stack;   /* stack of a thread that exited */
     void *dead_tsan_fiber;
     struct ito__thread *dead;       /* detached descriptor to free after the switch */
+    uintptr_t dead_tp;              /* ITO_OWN_TLS: the exited thread's thread pointer */
 };
 
 struct ito__vproc {
@@ -187,6 +191,14 @@ static inline struct ito__vproc *ito__vproc_self(void)
 {
     struct ito__activation *a = ito__activation_self();
     return a ? a->vp : NULL;
+}
+
+/* The errno that the code running on activation `a` sees now: the kernel
+ * thread's (its value is saved and restored at every switch), or with
+ * ITO_OWN_TLS the running thread's own. */
+static inline int *ito__errno_ptr(struct ito__activation *a)
+{
+    return ITO_OWN_TLS ? &errno : a->errno_ptr;
 }
 
 /* Set errno of the kernel thread running the caller now. An ito thread may

@@ -62,6 +62,7 @@
  * activation), and the monitor sending tgkill (a monitor that must run
  * every few milliseconds while any thread computes).
  */
+#include "base/libc.h"
 #include "upcall/preempt.h"
 
 #include <errno.h>
@@ -205,7 +206,7 @@ static void on_tick(int sig, siginfo_t *si, void *ucv)
     struct ito__activation *a = ito__arch_activation();
     if (!a)
         return;
-    int saved_errno = *a->errno_ptr;
+    int saved_errno = *ito__errno_ptr(a);
     /* No thread: a scheduler context — perhaps a parked spare, whose `vp` the
      * monitor writes. With a thread, only this activation writes `vp`. */
     struct ito__thread *t = ito__thread_self();
@@ -254,7 +255,7 @@ static void on_tick(int sig, siginfo_t *si, void *ucv)
     a = ito__arch_activation();
     fix_frame(ucv, a);
 out:
-    *a->errno_ptr = saved_errno;
+    *ito__errno_ptr(a) = saved_errno;
 }
 
 /* "SIGURG", "URG", "SIGRTMIN+3", "RTMIN+3" or a number; -1 if none of these. */
@@ -318,7 +319,7 @@ void ito__preempt_start_self(struct ito__activation *a)
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, ito__rt.preempt_signal);
-    pthread_sigmask(SIG_UNBLOCK, &set, NULL);   /* an inherited mask must not mute the ticks */
+    ito__libc_pthread_sigmask(SIG_UNBLOCK, &set, NULL);   /* an inherited mask must not mute the ticks */
     struct sigevent ev;
     memset(&ev, 0, sizeof ev);
     ev.sigev_notify = SIGEV_THREAD_ID;

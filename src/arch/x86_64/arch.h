@@ -148,8 +148,48 @@ static inline void ito__arch_critical_or(uint32_t bits)
 static inline uintptr_t ito__arch_thread_pointer(void)
 {
     uintptr_t tp;
-    __asm__("movq %%fs:0, %0" : "=r"(tp));
+    __asm__ __volatile__("movq %%fs:0, %0" : "=r"(tp) : : "memory");
     return tp;
+}
+
+/* Setting the thread pointer, for libito-pthread.so, where every ito thread
+ * has its own (src/posix/tcb.c): `wrfsbase` where the kernel lets user code
+ * use it (FSGSBASE: Linux >= 5.9 on a CPU that has it, AT_HWCAP2 bit 1), a
+ * few cycles; otherwise the arch_prctl system call (tp.c). */
+extern bool ito__arch_fsgsbase;
+void ito__arch_tp_init(void);
+void ito__arch_set_thread_pointer_syscall(uintptr_t tp);
+
+static inline void ito__arch_set_thread_pointer(uintptr_t tp)
+{
+    if (__builtin_expect(ito__arch_fsgsbase, 1))
+        __asm__ __volatile__("wrfsbase %0" : : "r"(tp) : "memory");
+    else
+        ito__arch_set_thread_pointer_syscall(tp);
+}
+
+/* Where ito's thread-local variables lie relative to the thread pointer:
+ * the same in every thread's TLS block (initial-exec), so that a switch can
+ * fill in the block of the thread it is about to run. */
+static inline intptr_t ito__arch_tls_offset_act(void)
+{
+    intptr_t off;
+    __asm__("movq ito__tls_act@gottpoff(%%rip), %0" : "=r"(off));
+    return off;
+}
+
+static inline intptr_t ito__arch_tls_offset_cur(void)
+{
+    intptr_t off;
+    __asm__("movq ito__tls_cur@gottpoff(%%rip), %0" : "=r"(off));
+    return off;
+}
+
+static inline intptr_t ito__arch_tls_offset_critical(void)
+{
+    intptr_t off;
+    __asm__("movq ito__tls_critical@gottpoff(%%rip), %0" : "=r"(off));
+    return off;
 }
 
 /* The FP control state that travels with a context: MXCSR (low 32 bits) and

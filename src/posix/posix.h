@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: MIT */
+/* What the files of the POSIX face share: the thread object behind a
+ * pthread_t, the start gate, deadlines on any clock, one-time warnings. */
+#ifndef ITO_POSIX_POSIX_H
+#define ITO_POSIX_POSIX_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#include <ito.h>
+
+/* The exported names of the POSIX face. */
+#define ITO_POSIX_API __attribute__((visibility("default")))
+
+/* A POSIX thread: one per thread pointer (posix/tcb.c), pooled with it. The
+ * pthread_t of a thread is its thread pointer, as in glibc, so that the C
+ * library's own idea of "the current thread" and pthread_self() agree. */
+struct ito__pthread {
+    uintptr_t tp;
+    ito_thread_t id;                /* written by the spawn before the thread runs */
+    void *(*fn)(void *);
+    void *arg;
+    /* Who still needs this object: the thread, until it has switched off its
+     * thread pointer for the last time (runtime hooks: tp_done), and its ID,
+     * until joined or detached. The last one gives it back to the pool. */
+    _Atomic uint32_t refs;
+    bool reused;                    /* the thread pointer ran a thread before */
+    bool main;                      /* the initial thread: glibc's own thread pointer */
+    _Atomic bool detached;
+    /* Exit, seen by the timed and try joins: `exited` under exit_lock. */
+    ito_mutex_t exit_lock;
+    ito_cond_t exit_cond;
+    bool exited;
+    struct ito__pthread *_Atomic joining;   /* the thread it is joining (EDEADLK on a cycle) */
+    /* pthread_cleanup_push of C code (__pthread_register_cancel): a list
+     * through the callers' buffers. */
+    void *cleanup;
+    void *result;                   /* pthread_exit's value, while the cleanup handlers run */
+    void **robust;                  /* the robust mutexes it holds (their addresses) */
+    size_t nrobust, robust_cap;
+    /* Attributes it was created with, for pthread_getattr_np. */
+    void *stack_addr;               /* lowest address */
+    size_t stack_size, guard_size;
+    bool user_stack;
+    int sched_policy, sched_priority;
+    struct ito__pthread *next;      /* the pool */
+    struct ito__pthread *all_next;  /* every object ever made (never freed) */
+};
+
+#define ITO__PT_REF_RUN 1u
+#define ITO__PT_REF_ID 2u
+
+/* The calling thread's object (NULL on a kernel thread ito did not create). */
+struct ito__pthread *ito__pthread_self(void);
+/* The object behind a pthread_t; NULL for 0. */
+struct ito__pthread *ito__pthread_of(unsigned long th);
+
+/* Call fn(tp, arg) for every thread pointer the POSIX face ever made (live
+ * or pooled; not the initial thread's, which the C library knows). */
+void ito__pthread_each_tp(void (*fn)(uintptr_t tp, const void *arg), const void *arg);
+
+/* The calling thread holds, or no longer holds, a robust mutex. */
+void ito__pthread_robust_add(void *m);
+void ito__pthread_robust_remove(void *m);
+
+/* Start ito (once, the first time anything needs it): 0, or EAGAIN. ito
+ * starts lazily, so that a program that never makes a thread (a shell run
+ * under ito-run, and its children) pays nothing; but it must start before
+ * the initial thread records its identity anywhere (a mutex's owner, a
+ * key's value), since that identity changes when ito adopts the thread. */
+int ito__posix_start(void);
+extern bool ito__posix_started;
+
+static inline void ito__posix_ensure(void)
+{
+    /* Acquire pairs with the release store at the end of ito__posix_start. */
+    if (__builtin_expect(!__atomic_load_n(&ito__posix_started, __ATOMIC_ACQUIRE), 0))
+        ito__posix_start();
+}
+
+/* An absolute time on `clock` as ito's deadline (CLOCK_MONOTONIC
+ * nanoseconds; 1 if already past). EINVAL for a bad clock or timespec. */
+int ito__posix_deadline(clockid_t clock, const struct timespec *abstime, uint64_t *deadline);
+/* ... and as a timespec, for ito's timed calls. */
+int ito__posix_deadline_ts(clockid_t clock, const struct timespec *abstime, struct timespec *mono);
+
+/* ito's priority for a POSIX policy and priority (posix/sched.c), and
+ * whether they are valid (0 or EINVAL). */
+struct sched_param;
+int ito__posix_priority(int policy, int prio);
+int ito__posix_check_sched(int policy, const struct sched_param *p);
+
+/* Say once, on stderr, that `what` is not supported and why. */
+void ito__posix_unsupported(const char *what, const char *why);
+
+#endif

@@ -1,0 +1,211 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Thread pointers: what glibc keys to a thread, given to every ito thread.
+ *
+ * glibc finds a thread's state through the thread pointer (the %fs base):
+ * errno and every `__thread` variable lie at fixed offsets below it (the
+ * static TLS blocks), its thread descriptor above it, and through the
+ * descriptor the dynamic TLS of libraries loaded later (the DTV), the stack
+ * protector's canary (%fs:0x28) and the owner identity that stdio's and
+ * other internal recursive locks record. ito threads migrate between kernel
+ * threads, so in libito-pthread.so each ito thread has a thread pointer of
+ * its own and the switch moves the %fs base with it (runtime/sched.c:
+ * own_tls_switch; `wrfsbase`, a few cycles, where the kernel allows it, else
+ * arch_prctl). An unmodified program then sees exactly what it would see on
+ * glibc's own threads.
+ *
+ * Making one: the dynamic linker's _dl_allocate_tls builds a block with every
+ * loaded module's initial TLS values and a zeroed descriptor, the way glibc's
+ * pthread_create does. Then the header is copied from the caller's (the
+ * canary and pointer guard are process-wide), the descriptor is marked
+ * multi-threaded and given a thread ID of its own (glibc's rwlocks compare
+ * it to tell the writer), the restartable-sequence area says "not
+ * registered" (sched_getcpu then asks the kernel, which knows the carrier's
+ * CPU), and the resolver state pointer gets a state of its own (glibc's
+ * start_thread does the same). _dl_allocate_tls is glibc's, exported for its
+ * own libpthread (GLIBC_PRIVATE): looked up at run time, and if it is not
+ * there — not glibc — libito-pthread says so and does not start.
+ *
+ * Reuse. glibc frees a thread's malloc cache and other C-library state when
+ * the thread exits (__libc_thread_freeres), a function it does not export.
+ * So a thread pointer is not freed: it goes back to a pool (posix/thread.c),
+ * and the next thread gets fresh initial values in every module's TLS except
+ * the C library's own block, which keeps the malloc cache, arena and buffers
+ * for the next thread as glibc's stack cache would have kept the memory; the
+ * new thread then resets what is visible in it (errno, the thread's locale).
+ *
+ * Rejected: one thread pointer per kernel thread, as libito.so has (errno
+ * and `__thread` would follow the carrier, not the thread, and stdio's lock
+ * owner would be shared by every thread of a carrier); building the TLS
+ * block by hand from dl_iterate_phdr (the DTV's layout and its generation
+ * counter are glibc's private business, and dlopen must find it right).
+ */
+#include "posix/tcb.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <link.h>
+#include <locale.h>
+#include <resolv.h>
+#undef p_type   /* resolv.h's name for a resolver function, not the ELF field */
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arch.h"
+#include "base/panic.h"
+
+/* The x86-64 thread control block header (glibc's tcbhead_t): the fields
+ * that the ABI and compilers use at fixed offsets. */
+#define TCB_SELF_TCB 0x00        /* the thread pointer itself (%fs:0) */
+#define TCB_SELF 0x10            /* the descriptor */
+#define TCB_MULTIPLE_THREADS 0x18
+#define TCB_STACK_GUARD 0x28     /* -fstack-protector's canary */
+#define TCB_POINTER_GUARD 0x30   /* setjmp's pointer mangling */
+#define TCB_FEATURE_1 0x48       /* CET state */
+#define RSEQ_CPU_ID_REGISTRATION_FAILED ((uint32_t)-2)
+/* glibc 2.36's is 144 bytes; room to grow. */
+#define ITO__TCB_LIBC_BLOCK_MAX 4096
+
+void __ctype_init(void);
+
+static void *(*allocate_tls)(void *);
+static void (*deallocate_tls)(void *, bool);
+static void (*call_tls_dtors)(void);
+static long tid_offset = -1;      /* struct pthread's tid (libthread_db's descriptor) */
+static long rseq_offset;          /* the rseq area, relative to the thread pointer; 0: none */
+static long resp_offset;          /* the resolver state pointer (__resp); 0: not found */
+static intptr_t libc_block;       /* the C library's static TLS block: tp + libc_block ... */
+static size_t libc_block_size;    /*   ... for this many bytes (0: none) */
+static _Atomic int next_tid = 0x40000000;   /* above any kernel thread ID (pid_max <= 2^22) */
+
+/* libito-pthread's own slot in every thread pointer. */
+static __thread void *tcb_self __attribute__((tls_model("initial-exec")));
+
+static int find_libc_block(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    uintptr_t err = (uintptr_t)__errno_location();
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        uintptr_t lo = (uintptr_t)info->dlpi_tls_data;
+        if (ph->p_type == PT_TLS && lo && err >= lo && err < lo + ph->p_memsz) {
+            libc_block = (intptr_t)(lo - ito__arch_thread_pointer());
+            libc_block_size = ph->p_memsz;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int ito__tcb_init(void)
+{
+    allocate_tls = (void *(*)(void *))dlvsym(RTLD_DEFAULT, "_dl_allocate_tls", "GLIBC_PRIVATE");
+    deallocate_tls = (void (*)(void *, bool))dlvsym(RTLD_DEFAULT, "_dl_deallocate_tls", "GLIBC_PRIVATE");
+    if (!allocate_tls || !deallocate_tls) {
+        ito__warn("libito-pthread needs the GNU C library (its dynamic linker's _dl_allocate_tls "
+                  "was not found); run the program without libito-pthread");
+        return ENOSYS;
+    }
+    call_tls_dtors = (void (*)(void))dlvsym(RTLD_DEFAULT, "__call_tls_dtors", "GLIBC_PRIVATE");
+    const uint32_t *tid_desc = dlvsym(RTLD_DEFAULT, "_thread_db_pthread_tid", "GLIBC_PRIVATE");
+    if (tid_desc && tid_desc[0] == 32)   /* { bits, count, offset } */
+        tid_offset = tid_desc[2];
+    const long *rseq = dlsym(RTLD_DEFAULT, "__rseq_offset");
+    if (rseq)
+        rseq_offset = *rseq;
+    uintptr_t tp = ito__arch_thread_pointer();
+    void *resp = dlvsym(RTLD_DEFAULT, "__resp", "GLIBC_PRIVATE");   /* this thread's */
+    if (resp)
+        resp_offset = (long)((uintptr_t)resp - tp);
+    dl_iterate_phdr(find_libc_block, NULL);
+    if (libc_block_size > ITO__TCB_LIBC_BLOCK_MAX) {
+        ito__warn("the C library's thread-local block is %zu bytes, more than libito-pthread "
+                  "expects (%d); run the program without libito-pthread", libc_block_size,
+                  ITO__TCB_LIBC_BLOCK_MAX);
+        return ENOSYS;
+    }
+    return 0;
+}
+
+static void fill(uintptr_t tp, void *self)
+{
+    uintptr_t cur = ito__arch_thread_pointer();
+    *(uintptr_t *)(tp + TCB_SELF_TCB) = tp;
+    *(uintptr_t *)(tp + TCB_SELF) = tp;
+    *(int *)(tp + TCB_MULTIPLE_THREADS) = 1;
+    *(uintptr_t *)(tp + TCB_STACK_GUARD) = *(uintptr_t *)(cur + TCB_STACK_GUARD);
+    *(uintptr_t *)(tp + TCB_POINTER_GUARD) = *(uintptr_t *)(cur + TCB_POINTER_GUARD);
+    *(uint32_t *)(tp + TCB_FEATURE_1) = *(uint32_t *)(cur + TCB_FEATURE_1);
+    if (rseq_offset)
+        *(uint32_t *)(tp + rseq_offset + 4) = RSEQ_CPU_ID_REGISTRATION_FAILED;   /* cpu_id */
+    *(void **)(tp + ((uintptr_t)&tcb_self - cur)) = self;
+}
+
+uintptr_t ito__tcb_create(void *self)
+{
+    void *p = allocate_tls(NULL);
+    if (!p)
+        return 0;
+    uintptr_t tp = (uintptr_t)p;
+    if (tid_offset >= 0)
+        *(int *)(tp + tid_offset) = atomic_fetch_add_explicit(&next_tid, 1, memory_order_relaxed);
+    if (resp_offset) {
+        struct __res_state *res = calloc(1, sizeof *res);
+        if (!res) {
+            deallocate_tls(p, true);
+            return 0;
+        }
+        *(struct __res_state **)(tp + resp_offset) = res;   /* kept across reuse */
+    }
+    fill(tp, self);
+    return tp;
+}
+
+void ito__tcb_reset(uintptr_t tp)
+{
+    void *self = ito__tcb_self_of(tp);
+    char saved[ITO__TCB_LIBC_BLOCK_MAX];
+    if (libc_block_size)
+        memcpy(saved, (void *)(tp + libc_block), libc_block_size);
+    deallocate_tls((void *)tp, false);   /* the DTV and dynamically allocated blocks */
+    allocate_tls((void *)tp);            /* a new DTV, every module's initial values */
+    if (libc_block_size)
+        memcpy((void *)(tp + libc_block), saved, libc_block_size);
+    fill(tp, self);
+}
+
+void ito__tcb_fill_block(uintptr_t tp, const void *arg)
+{
+    const struct ito__tls_block *b = arg;
+    char *dst = (char *)(tp - b->offset);
+    memcpy(dst, b->image, b->filesz);
+    memset(dst + b->filesz, 0, b->memsz - b->filesz);
+}
+
+void ito__tcb_adopt(void *self) { tcb_self = self; }
+
+void *ito__tcb_self_of(uintptr_t tp)
+{
+    return *(void **)(tp + ((uintptr_t)&tcb_self - ito__arch_thread_pointer()));
+}
+
+void ito__tcb_thread_start(bool reused)
+{
+    if (reused) {
+        uselocale(LC_GLOBAL_LOCALE);
+        if (resp_offset) {
+            struct __res_state *res = __res_state();
+            if (res->options & RES_INIT)
+                res_nclose(res);
+            memset(res, 0, sizeof *res);
+        }
+    }
+    __ctype_init();
+    errno = 0;
+}
+
+void ito__tcb_thread_exit(void)
+{
+    if (call_tls_dtors)
+        call_tls_dtors();
+}

@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: MIT */
+/* Thread pointers for ito threads: the C library's TLS block and thread
+ * descriptor (tcb.c). */
+#ifndef ITO_POSIX_TCB_H
+#define ITO_POSIX_TCB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Find what the C library needs; 0 or an errno value (ENOSYS: not glibc,
+ * with a message on stderr saying so). Once, before any thread pointer. */
+int ito__tcb_init(void);
+
+/* A new thread pointer: static TLS with every module's initial values, a
+ * zeroed descriptor whose header matches the caller's, `self` stored in
+ * libito-pthread's own slot. 0 if out of memory. */
+uintptr_t ito__tcb_create(void *self);
+
+/* Make a used thread pointer new again for the next thread: initial TLS
+ * values for every module but the C library's, whose block (its malloc
+ * cache, its locale pointers) stays with the thread pointer, as glibc keeps
+ * it with a cached stack. */
+void ito__tcb_reset(uintptr_t tp);
+
+/* The calling thread (the initial one) is `self`'s. */
+void ito__tcb_adopt(void *self);
+
+/* The slot libito-pthread keeps in every thread pointer (tcb.c). */
+void *ito__tcb_self_of(uintptr_t tp);
+
+/* A module's static TLS block: where it lies below the thread pointer, and
+ * its initial image. */
+struct ito__tls_block {
+    size_t offset;
+    const void *image;
+    size_t filesz, memsz;
+};
+
+/* Give tp the block's initial values (posix/dlopen.c). */
+void ito__tcb_fill_block(uintptr_t tp, const void *block);
+
+/* In the new thread, before its start routine: what glibc's own thread
+ * start does (the locale's ctype tables; a reused block gets the global
+ * locale and errno 0 back). */
+void ito__tcb_thread_start(bool reused);
+
+/* In the exiting thread: C++ thread_local destructors (__call_tls_dtors). */
+void ito__tcb_thread_exit(void);
+
+#endif

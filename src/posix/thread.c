@@ -1,0 +1,573 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * POSIX threads on ito threads: creation, exit, joins, identity, attributes
+ * of a running thread, names, scheduling parameters.
+ *
+ * libito-pthread.so defines the pthread_* names, so that a program linked
+ * against the C library's (or preloaded with this one, ito-run) gets ito's.
+ * A pthread_t is the thread's thread pointer (posix/tcb.c), whose slot keeps
+ * the struct ito__pthread; the thread itself is an ordinary ito thread (its
+ * ito_thread_t in `id`), spawned with that thread pointer, on a pooled stack
+ * or the caller's (pthread_attr_setstack).
+ *
+ * Lifetime. An object is needed by its thread until the thread's last switch
+ * off its thread pointer, and by its ID until pthread_join or
+ * pthread_detach: two references, the last of which puts it back in the pool
+ * with its thread pointer (tcb.c explains why thread pointers are reused, not
+ * freed). The initial thread keeps glibc's own thread pointer and is never
+ * pooled.
+ *
+ * Exit. pthread_exit runs the cleanup handlers that C code pushed
+ * (__pthread_register_cancel: each handler is entered by a longjmp into the
+ * frame that pushed it, and comes back through __pthread_unwind_next), then
+ * C++ thread_local destructors, then the key destructors, then tells
+ * timed joiners, then ends the ito thread.
+ *
+ * Start. ito starts the first time the POSIX face needs it (a thread is
+ * created, or any ito object is used): a program that never makes a thread
+ * runs as it would without libito-pthread. The constructor only finds what
+ * the C library needs (tcb.c) and sets the runtime's thread-pointer hooks.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "base/libc.h"
+#include "base/panic.h"
+#include "posix/posix.h"
+#include "posix/sync.h"
+#include "posix/tcb.h"
+#include "runtime/critical.h"
+#include "runtime/hooks.h"
+#include "runtime/runtime.h"
+#include "runtime/spinlock.h"
+#include "runtime/thread.h"
+
+static struct ito__pthread main_thread = { .main = true };
+static bool tcb_ready;                 /* ito__tcb_init succeeded */
+
+/* ------------------------------------------------------------------ pool */
+
+static ito__spinlock pool_lock = ITO__SPINLOCK_INITIALIZER(ITO__LOCK_OBJECT);
+static struct ito__pthread *pool;
+/* Every object ever made: pushed once with a release CAS, walked from an
+ * acquire load (the pairs). Objects are never freed, so a walk is safe. */
+static struct ito__pthread *_Atomic all;
+
+void ito__pthread_each_tp(void (*fn)(uintptr_t tp, const void *arg), const void *arg)
+{
+    for (struct ito__pthread *pt = atomic_load_explicit(&all, memory_order_acquire); pt; pt = pt->all_next)
+        fn(pt->tp, arg);
+}
+
+static void pool_put(struct ito__pthread *pt)
+{
+    ito__critical_enter();
+    ito__spin_lock(&pool_lock);
+    pt->next = pool;
+    pool = pt;
+    ito__spin_unlock(&pool_lock);
+    ito__critical_exit();
+}
+
+/* An object with a thread pointer ready for a new thread, or NULL. */
+static struct ito__pthread *pool_get(uint32_t refs)
+{
+    ito__critical_enter();
+    ito__spin_lock(&pool_lock);
+    struct ito__pthread *pt = pool;
+    if (pt)
+        pool = pt->next;
+    ito__spin_unlock(&pool_lock);
+    ito__critical_exit();
+    if (pt) {
+        ito__tcb_reset(pt->tp);
+        pt->reused = true;
+    } else {
+        if (!(pt = calloc(1, sizeof *pt)))
+            return NULL;
+        if (!(pt->tp = ito__tcb_create(pt))) {
+            free(pt);
+            return NULL;
+        }
+        struct ito__pthread *head = atomic_load_explicit(&all, memory_order_relaxed);
+        do
+            pt->all_next = head;
+        while (!atomic_compare_exchange_weak_explicit(&all, &head, pt, memory_order_release,
+                                                      memory_order_relaxed));
+    }
+    atomic_store_explicit(&pt->refs, refs, memory_order_relaxed);
+    atomic_store_explicit(&pt->detached, !(refs & ITO__PT_REF_ID), memory_order_relaxed);
+    pt->id = ITO_THREAD_NULL;
+    ito_mutex_init(&pt->exit_lock);
+    ito_cond_init(&pt->exit_cond);
+    pt->exited = false;
+    atomic_store_explicit(&pt->joining, NULL, memory_order_relaxed);
+    pt->cleanup = NULL;
+    pt->nrobust = 0;
+    pt->stack_addr = NULL;
+    pt->stack_size = pt->guard_size = 0;
+    pt->user_stack = false;
+    pt->sched_policy = SCHED_OTHER;
+    pt->sched_priority = 0;
+    return pt;
+}
+
+/* Drop one reference; the last one pools the object. acq_rel: whoever pools
+ * it sees everything the other holder did (pairs with the other drop). */
+static void unref(struct ito__pthread *pt, uint32_t ref)
+{
+    if (pt->main)
+        return;
+    if (atomic_fetch_and_explicit(&pt->refs, ~ref, memory_order_acq_rel) == ref)
+        pool_put(pt);
+}
+
+/* Runtime hooks (runtime/hooks.h). */
+static uintptr_t hook_tp_new(void)
+{
+    struct ito__pthread *pt = pool_get(ITO__PT_REF_RUN);
+    return pt ? pt->tp : 0;
+}
+
+static void hook_tp_done(uintptr_t tp) { unref(ito__tcb_self_of(tp), ITO__PT_REF_RUN); }
+
+/* ----------------------------------------------------------------- start */
+
+__attribute__((constructor)) static void posix_init(void)
+{
+    if (ito__tcb_init() != 0)
+        return;
+    tcb_ready = true;
+    main_thread.tp = ito__arch_thread_pointer();
+    atomic_store_explicit(&main_thread.refs, ITO__PT_REF_ID, memory_order_relaxed);
+    ito_mutex_init(&main_thread.exit_lock);
+    ito_cond_init(&main_thread.exit_cond);
+    main_thread.sched_policy = SCHED_OTHER;
+    ito__tcb_adopt(&main_thread);
+    ito__hooks.tp_new = hook_tp_new;
+    ito__hooks.tp_done = hook_tp_done;
+}
+
+bool ito__posix_started;
+
+int ito__posix_start(void)
+{
+    /* Libraries ito itself uses while it starts (hwloc) lock mutexes too:
+     * those calls find ito not started and act for a foreign kernel thread. */
+    static __thread bool starting;
+    if (!tcb_ready || starting)
+        return EAGAIN;
+    starting = true;
+    int n = ito_vproc_count();   /* starts ito the first time */
+    starting = false;
+    if (n <= 0)
+        return EAGAIN;
+    if (ito_thread_equal(main_thread.id, ITO_THREAD_NULL) && ito__pthread_self() == &main_thread)
+        main_thread.id = ito_self();   /* ito adopted it */
+    __atomic_store_n(&ito__posix_started, true, __ATOMIC_RELEASE);
+    return 0;
+}
+
+struct ito__pthread *ito__pthread_self(void)
+{
+    return ito__tcb_self_of(ito__arch_thread_pointer());
+}
+
+struct ito__pthread *ito__pthread_of(unsigned long th) { return th ? ito__tcb_self_of(th) : NULL; }
+
+/* ----------------------------------------------------------- deadlines */
+
+int ito__posix_deadline(clockid_t clock, const struct timespec *abstime, uint64_t *deadline)
+{
+    if (!abstime || abstime->tv_nsec < 0 || abstime->tv_nsec >= 1000000000L)
+        return EINVAL;
+    struct timespec now;
+    if (clock == CLOCK_MONOTONIC_RAW || clock == CLOCK_PROCESS_CPUTIME_ID ||
+        clock == CLOCK_THREAD_CPUTIME_ID || clock_gettime(clock, &now) != 0)
+        return EINVAL;
+    int64_t left = (int64_t)(abstime->tv_sec - now.tv_sec) * 1000000000LL + (abstime->tv_nsec - now.tv_nsec);
+    if (abstime->tv_sec < 0 || left <= 0) {
+        *deadline = 1;   /* already past: a time in the past, not "none" */
+        return 0;
+    }
+    *deadline = ito_now_ns() + (uint64_t)left;
+    return 0;
+}
+
+int ito__posix_deadline_ts(clockid_t clock, const struct timespec *abstime, struct timespec *mono)
+{
+    uint64_t d;
+    int e = ito__posix_deadline(clock, abstime, &d);
+    if (e)
+        return e;
+    mono->tv_sec = (time_t)(d / 1000000000u);
+    mono->tv_nsec = (long)(d % 1000000000u);
+    return 0;
+}
+
+void ito__posix_unsupported(const char *what, const char *why)
+{
+    ito__warn("%s is not supported on ito threads yet: %s; it fails with ENOSYS", what, why);
+}
+
+/* -------------------------------------------------------------- create */
+
+static _Noreturn void finish(struct ito__pthread *pt, void *result);
+
+static void *start(void *arg)
+{
+    struct ito__pthread *pt = arg;
+    ito__tcb_thread_start(pt->reused);
+    finish(pt, pt->fn(pt->arg));
+}
+
+ITO_POSIX_API int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
+{
+    if (!th || !fn)
+        return EINVAL;
+    int e = ito__posix_start();
+    if (e)
+        return e;
+    pthread_attr_t dflt;
+    if (!attr) {
+        if (pthread_getattr_default_np(&dflt) != 0)
+            return EAGAIN;
+        attr = &dflt;
+    }
+    int detach = PTHREAD_CREATE_JOINABLE, inherit = PTHREAD_INHERIT_SCHED, policy = SCHED_OTHER;
+    struct sched_param param = { 0 };
+    size_t stack_size = 0, guard = 0;
+    void *stack_addr = NULL;
+    pthread_attr_getdetachstate(attr, &detach);
+    pthread_attr_getinheritsched(attr, &inherit);
+    pthread_attr_getschedpolicy(attr, &policy);
+    pthread_attr_getschedparam(attr, &param);
+    pthread_attr_getstacksize(attr, &stack_size);
+    pthread_attr_getguardsize(attr, &guard);
+    void *lo = NULL;
+    size_t lo_size = 0;
+    pthread_attr_getstack(attr, &lo, &lo_size);   /* unset: the top is NULL, lo is NULL - size */
+    if ((uintptr_t)lo + lo_size != 0)
+        stack_addr = (char *)lo + lo_size;      /* the caller's stack, by its top */
+    sigset_t mask;
+    if (pthread_attr_getsigmask_np(attr, &mask) == 0) {
+        static atomic_flag said = ATOMIC_FLAG_INIT;
+        if (!atomic_flag_test_and_set(&said))
+            ito__warn("pthread_create: the attribute's signal mask is ignored: ito threads do not have "
+                      "signal masks of their own yet");
+    }
+    if (attr == &dflt)
+        pthread_attr_destroy(&dflt);
+    struct ito__pthread *self = ito__pthread_self();
+    if (inherit == PTHREAD_INHERIT_SCHED && self) {
+        policy = self->sched_policy;
+        param.sched_priority = self->sched_priority;
+    } else if (ito__posix_check_sched(policy, &param)) {
+        return EINVAL;
+    }
+
+    ito_attr_t ia;
+    ito_attr_init(&ia);
+    struct ito__spawn_extra x = { 0 };
+    if (stack_addr) {
+        x.stack_lo = (char *)stack_addr - stack_size;
+        x.stack_size = stack_size;
+    } else {
+        size_t s = stack_size < ITO_STACK_MIN ? ITO_STACK_MIN : stack_size;
+        if (ito_attr_set_stack_size(&ia, s > ITO_STACK_MAX ? ITO_STACK_MAX : s))
+            return EINVAL;
+    }
+    ito_attr_set_detached(&ia, detach == PTHREAD_CREATE_DETACHED);
+    ito_attr_set_priority(&ia, ito__posix_priority(policy, param.sched_priority));
+
+    struct ito__pthread *pt = pool_get(detach == PTHREAD_CREATE_DETACHED ? ITO__PT_REF_RUN
+                                                                        : ITO__PT_REF_RUN | ITO__PT_REF_ID);
+    if (!pt)
+        return EAGAIN;
+    pt->fn = fn;
+    pt->arg = arg;
+    pt->user_stack = stack_addr != NULL;
+    pt->stack_addr = x.stack_lo;
+    pt->stack_size = stack_size;
+    pt->guard_size = stack_addr ? 0 : guard;
+    pt->sched_policy = policy;
+    pt->sched_priority = param.sched_priority;
+    x.tp = pt->tp;
+    *th = (pthread_t)pt->tp;   /* before it can run (POSIX; programs rely on it) */
+    e = ito__spawn(&pt->id.id, &ia, start, pt, 0, &x);
+    if (e) {
+        pool_put(pt);
+        return e == ENOMEM ? EAGAIN : e;
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- exit */
+
+struct unwind_buf {                    /* glibc's struct pthread_unwind_buf */
+    struct {
+        __jmp_buf jmp_buf;
+        int mask_was_saved;
+    } cancel_jmp_buf[1];
+    void *prev;                        /* priv.data.prev: the list */
+    void *pad[3];
+};
+
+ITO_POSIX_API void __pthread_register_cancel(__pthread_unwind_buf_t *buf)
+{
+    struct ito__pthread *pt = ito__pthread_self();
+    struct unwind_buf *b = (struct unwind_buf *)buf;
+    b->prev = pt ? pt->cleanup : NULL;
+    if (pt)
+        pt->cleanup = b;
+}
+
+ITO_POSIX_API void __pthread_unregister_cancel(__pthread_unwind_buf_t *buf)
+{
+    struct ito__pthread *pt = ito__pthread_self();
+    if (pt)
+        pt->cleanup = ((struct unwind_buf *)buf)->prev;
+}
+
+static _Noreturn void unwind_next(struct ito__pthread *pt)
+{
+    struct unwind_buf *b = pt->cleanup;
+    pt->cleanup = b->prev;
+    /* Back into the frame of pthread_cleanup_push, which runs the handler
+     * and calls __pthread_unwind_next. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wstringop-overflow"   /* a sigjmp_buf without its saved mask */
+    siglongjmp((struct __jmp_buf_tag *)(void *)b->cancel_jmp_buf, 1);
+#pragma GCC diagnostic pop
+}
+
+ITO_POSIX_API _Noreturn void __pthread_unwind_next(__pthread_unwind_buf_t *buf)
+{
+    struct ito__pthread *pt = ito__pthread_self();
+    (void)buf;
+    if (pt && pt->cleanup)
+        unwind_next(pt);
+    finish(pt, pt ? pt->result : NULL);
+}
+
+void ito__pthread_robust_add(void *m)
+{
+    struct ito__pthread *pt = ito__pthread_self();
+    if (!pt)
+        return;   /* a kernel thread ito did not create: the C library's rules */
+    if (pt->nrobust == pt->robust_cap) {
+        size_t cap = pt->robust_cap ? 2 * pt->robust_cap : 8;
+        void **r = realloc(pt->robust, cap * sizeof *r);
+        if (!r)
+            ito__panic("out of memory recording a robust mutex (%zu held)", pt->nrobust);
+        pt->robust = r;
+        pt->robust_cap = cap;
+    }
+    pt->robust[pt->nrobust++] = m;
+}
+
+void ito__pthread_robust_remove(void *m)
+{
+    struct ito__pthread *pt = ito__pthread_self();
+    if (!pt)
+        return;
+    for (size_t i = pt->nrobust; i-- > 0;)
+        if (pt->robust[i] == m) {
+            pt->robust[i] = pt->robust[--pt->nrobust];
+            return;
+        }
+}
+
+static _Noreturn void finish(struct ito__pthread *pt, void *result)
+{
+    ito__tcb_thread_exit();
+    struct ito__thread *t = ito__thread_self();
+    if (t && t->keys)
+        ito__keys_run_destructors(t);
+    if (pt) {
+        while (pt->nrobust)   /* robust mutexes it still holds: the next owner hears of it */
+            ito__pmutex_owner_died(pt->robust[--pt->nrobust]);
+        ito_mutex_lock(&pt->exit_lock);
+        pt->exited = true;
+        ito_cond_broadcast(&pt->exit_cond);
+        ito_mutex_unlock(&pt->exit_lock);
+    }
+    ito_exit(result);
+}
+
+ITO_POSIX_API _Noreturn void pthread_exit(void *result)
+{
+    ito__posix_ensure();
+    struct ito__pthread *pt = ito__pthread_self();
+    if (pt && pt->cleanup) {
+        pt->result = result;
+        unwind_next(pt);
+    }
+    finish(pt, result);
+}
+
+/* ---------------------------------------------------------------- join */
+
+static int join(pthread_t th, void **result, bool try, clockid_t clock, const struct timespec *abstime)
+{
+    struct ito__pthread *pt = ito__pthread_of(th), *self = ito__pthread_self();
+    if (!pt)
+        return ESRCH;
+    if (pt == self)
+        return EDEADLK;
+    if (atomic_load_explicit(&pt->detached, memory_order_relaxed))
+        return EINVAL;
+    if (try || abstime) {
+        uint64_t deadline = 0;
+        if (abstime) {
+            int e = ito__posix_deadline(clock, abstime, &deadline);
+            if (e)
+                return e;
+        }
+        ito_mutex_lock(&pt->exit_lock);
+        int e = 0;
+        while (!pt->exited && !e) {
+            if (try) {
+                e = EBUSY;
+            } else {
+                struct timespec ts = { (time_t)(deadline / 1000000000u), (long)(deadline % 1000000000u) };
+                e = ito_cond_timedwait(&pt->exit_cond, &pt->exit_lock, &ts);
+            }
+        }
+        ito_mutex_unlock(&pt->exit_lock);
+        if (e)
+            return e;
+    }
+    /* Joining each other: glibc reports EDEADLK for the second, so do we. */
+    if (self) {
+        atomic_store_explicit(&self->joining, pt, memory_order_seq_cst);
+        if (atomic_load_explicit(&pt->joining, memory_order_seq_cst) == self) {
+            atomic_store_explicit(&self->joining, NULL, memory_order_relaxed);
+            return EDEADLK;
+        }
+    }
+    int e = ito_join(pt->id, result);
+    if (self)
+        atomic_store_explicit(&self->joining, NULL, memory_order_relaxed);
+    if (e)
+        return e == ESRCH ? ESRCH : EINVAL;
+    unref(pt, ITO__PT_REF_ID);
+    return 0;
+}
+
+ITO_POSIX_API int pthread_join(pthread_t th, void **result) { return join(th, result, false, 0, NULL); }
+
+ITO_POSIX_API int pthread_tryjoin_np(pthread_t th, void **result) { return join(th, result, true, 0, NULL); }
+
+ITO_POSIX_API int pthread_timedjoin_np(pthread_t th, void **result, const struct timespec *abstime)
+{
+    return abstime ? join(th, result, false, CLOCK_REALTIME, abstime) : join(th, result, false, 0, NULL);
+}
+
+ITO_POSIX_API int pthread_clockjoin_np(pthread_t th, void **result, clockid_t clock, const struct timespec *abstime)
+{
+    if (clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC)
+        return EINVAL;
+    return abstime ? join(th, result, false, clock, abstime) : join(th, result, false, 0, NULL);
+}
+
+ITO_POSIX_API int pthread_detach(pthread_t th)
+{
+    struct ito__pthread *pt = ito__pthread_of(th);
+    if (!pt)
+        return ESRCH;
+    if (pt->main) {
+        atomic_store_explicit(&pt->detached, true, memory_order_relaxed);
+        return 0;
+    }
+    int e = ito_detach(pt->id);
+    if (e)
+        return e == ESRCH ? ESRCH : EINVAL;
+    atomic_store_explicit(&pt->detached, true, memory_order_relaxed);
+    unref(pt, ITO__PT_REF_ID);
+    return 0;
+}
+
+/* ------------------------------------------------------------ identity */
+
+ITO_POSIX_API pthread_t pthread_self(void) { return (pthread_t)ito__arch_thread_pointer(); }
+
+ITO_POSIX_API int pthread_equal(pthread_t a, pthread_t b) { return a == b; }
+
+/* -------------------------------------------------- a running thread's */
+
+ITO_POSIX_API int pthread_getattr_np(pthread_t th, pthread_attr_t *attr)
+{
+    struct ito__pthread *pt = ito__pthread_of(th);
+    if (!pt || !attr)
+        return ESRCH;
+    if (pt->main) {
+        /* glibc's own thread: the C library knows its stack. */
+        int e = ito__libc_pthread_getattr_np(th, attr);
+        if (!e && atomic_load_explicit(&pt->detached, memory_order_relaxed))
+            pthread_attr_setdetachstate(attr, PTHREAD_CREATE_DETACHED);
+        return e;
+    }
+    int e = pthread_attr_init(attr);
+    if (e)
+        return e;
+    pthread_attr_setdetachstate(attr, atomic_load_explicit(&pt->detached, memory_order_relaxed)
+                                          ? PTHREAD_CREATE_DETACHED : PTHREAD_CREATE_JOINABLE);
+    struct sched_param p = { .sched_priority = pt->sched_priority };
+    pthread_attr_setschedpolicy(attr, pt->sched_policy);
+    pthread_attr_setschedparam(attr, &p);
+    pthread_attr_setguardsize(attr, pt->guard_size);
+    void *lo = pt->stack_addr;
+    size_t size = pt->stack_size;
+    if (!pt->user_stack) {
+        /* The pooled stack it runs on (ito gives it at its first run). */
+        struct ito__thread *t = ito__thread_lock_handle(pt->id);
+        if (t) {
+            lo = t->stack.lo;
+            size = t->stack.size;
+            ito__spin_unlock(&t->lk);
+        }
+    }
+    if (lo)
+        pthread_attr_setstack(attr, lo, size);
+    else
+        pthread_attr_setstacksize(attr, size);
+    return 0;
+}
+
+ITO_POSIX_API int pthread_setname_np(pthread_t th, const char *name)
+{
+    struct ito__pthread *pt = ito__pthread_of(th);
+    if (!pt || !name)
+        return ESRCH;
+    if (strlen(name) > 15)
+        return ERANGE;   /* glibc's (and the kernel's) limit: 16 bytes with the NUL */
+    ito__posix_start();
+    int e = ito_set_name(pt->id, name);
+    return e == 0 ? 0 : ESRCH;
+}
+
+ITO_POSIX_API int pthread_getname_np(pthread_t th, char *buf, size_t len)
+{
+    struct ito__pthread *pt = ito__pthread_of(th);
+    if (!pt || !buf)
+        return ESRCH;
+    char name[ITO_NAME_MAX];
+    ito__posix_start();
+    if (ito_get_name(pt->id, name, sizeof name) != 0)
+        name[0] = 0;
+    if (strlen(name) + 1 > len)
+        return ERANGE;
+    strcpy(buf, name);
+    return 0;
+}
+

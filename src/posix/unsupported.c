@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the POSIX face does not do yet, said loudly.
+ *
+ * Each of these has a meaning on ito threads that needs work of its own:
+ * cancellation (cancellation points in every blocking call, unwinding),
+ * per-thread signal masks and signals sent to one thread (the carrier's mask
+ * is not the thread's), a thread's CPU-time clock (ito does not account
+ * time per thread), moving one thread to a set of CPUs. The C library's
+ * versions would act on the kernel thread that happens to carry the caller
+ * — silently wrong — so each fails with ENOSYS and says so once on stderr.
+ * What needs no work is done: cancellation state and type are recorded
+ * (nothing can be cancelled, so nothing acts on them), a signal 0 tells
+ * whether a thread exists, a thread's CPU set is the process's.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdatomic.h>
+
+#include "posix/posix.h"
+
+#define UNSUPPORTED(what, why)                                                          \
+    do {                                                                                \
+        static atomic_flag said = ATOMIC_FLAG_INIT;                                     \
+        if (!atomic_flag_test_and_set(&said))                                           \
+            ito__posix_unsupported(what, why);                                          \
+        return ENOSYS;                                                                  \
+    } while (0)
+
+ITO_POSIX_API int pthread_cancel(pthread_t th)
+{
+    UNSUPPORTED("pthread_cancel", "cancellation of ito threads is not implemented");
+}
+
+static __thread int cancel_state, cancel_type;
+
+ITO_POSIX_API int pthread_setcancelstate(int state, int *old)
+{
+    if (state != PTHREAD_CANCEL_ENABLE && state != PTHREAD_CANCEL_DISABLE)
+        return EINVAL;
+    if (old)
+        *old = cancel_state;
+    cancel_state = state;
+    return 0;
+}
+
+ITO_POSIX_API int pthread_setcanceltype(int type, int *old)
+{
+    if (type != PTHREAD_CANCEL_DEFERRED && type != PTHREAD_CANCEL_ASYNCHRONOUS)
+        return EINVAL;
+    if (old)
+        *old = cancel_type;
+    cancel_type = type;
+    return 0;
+}
+
+ITO_POSIX_API void pthread_testcancel(void) {}
+
+ITO_POSIX_API int pthread_kill(pthread_t th, int sig)
+{
+    if (!ito__pthread_of(th))
+        return ESRCH;
+    if (sig < 0 || sig >= NSIG)
+        return EINVAL;
+    if (sig == 0)
+        return 0;
+    UNSUPPORTED("pthread_kill", "a signal cannot be sent to one ito thread yet");
+}
+
+ITO_POSIX_API int pthread_sigqueue(pthread_t th, int sig, const union sigval value)
+{
+    UNSUPPORTED("pthread_sigqueue", "a signal cannot be sent to one ito thread yet");
+}
+
+ITO_POSIX_API int pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
+{
+    if (!set) {
+        if (old)
+            sigprocmask(SIG_BLOCK, NULL, old);   /* reading the mask changes nothing */
+        return 0;
+    }
+    UNSUPPORTED("pthread_sigmask", "ito threads do not have signal masks of their own yet");
+}
+
+ITO_POSIX_API int pthread_getcpuclockid(pthread_t th, clockid_t *clock)
+{
+    UNSUPPORTED("pthread_getcpuclockid", "ito does not account CPU time per thread yet");
+}
+
+ITO_POSIX_API int pthread_getaffinity_np(pthread_t th, size_t size, cpu_set_t *set)
+{
+    if (!ito__pthread_of(th))
+        return ESRCH;
+    /* An ito thread may run on any of the process's CPUs. */
+    return sched_getaffinity(0, size, set) == 0 ? 0 : errno;
+}
+
+ITO_POSIX_API int pthread_setaffinity_np(pthread_t th, size_t size, const cpu_set_t *set)
+{
+    UNSUPPORTED("pthread_setaffinity_np", "an ito thread cannot be bound to CPUs yet");
+}

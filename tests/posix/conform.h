@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: MIT */
+/* The POSIX conformance suite's helpers. Every program in tests/posix/ is a
+ * plain pthread program: it includes no ito header and runs twice under
+ * ctest, once on the C library's own threads (so that a case that fails there
+ * is known to test the standard, not ito) and once on ito through the drop-in
+ * (LD_PRELOAD=libito-pthread.so). A failed check prints the case, the place
+ * and the values, and aborts. */
+#ifndef ITO_TESTS_POSIX_CONFORM_H
+#define ITO_TESTS_POSIX_CONFORM_H
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char *conform_case = "(setup)";
+
+#define CHECK(cond)                                                                     \
+    do {                                                                                \
+        if (!(cond)) {                                                                  \
+            fprintf(stderr, "%s:%d: [%s] CHECK failed: %s\n", __FILE__, __LINE__,        \
+                    conform_case, #cond);                                               \
+            abort();                                                                    \
+        }                                                                               \
+    } while (0)
+
+#define CHECK_EQ(a, b)                                                                  \
+    do {                                                                                \
+        long long va_ = (long long)(a), vb_ = (long long)(b);                           \
+        if (va_ != vb_) {                                                               \
+            fprintf(stderr, "%s:%d: [%s] CHECK_EQ failed: %s == %s (%lld vs %lld)\n",   \
+                    __FILE__, __LINE__, conform_case, #a, #b, va_, vb_);                \
+            abort();                                                                    \
+        }                                                                               \
+    } while (0)
+
+/* A call that returns an error number (the pthread convention): 0 expected. */
+#define OK(call) CHECK_EQ((call), 0)
+/* ... or this error number. */
+#define FAILS(call, err) CHECK_EQ((call), (err))
+/* A call that returns -1 and sets errno (the semaphore convention). */
+#define FAILS_ERRNO(call, err)                                                          \
+    do {                                                                                \
+        errno = 0;                                                                      \
+        CHECK_EQ((call), -1);                                                           \
+        CHECK_EQ(errno, (err));                                                         \
+    } while (0)
+
+static inline uint64_t conform_now(clockid_t clock)
+{
+    struct timespec ts;
+    clock_gettime(clock, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* An absolute time `ns` from now on `clock`, for the timed calls. */
+static inline struct timespec conform_deadline(clockid_t clock, uint64_t ns)
+{
+    uint64_t t = conform_now(clock) + ns;
+    struct timespec ts = { (time_t)(t / 1000000000u), (long)(t % 1000000000u) };
+    return ts;
+}
+
+/* Is `name` in the comma-separated list of CONFORM_SKIP? ctest sets it for
+ * the cases that a run cannot pass, saying why where it sets it. */
+static inline int conform_skipped(const char *name)
+{
+    const char *list = getenv("CONFORM_SKIP");
+    size_t n = strlen(name);
+    for (const char *p = list; p && *p;) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (len == n && !strncmp(p, name, n))
+            return 1;
+        p = end ? end + 1 : NULL;
+    }
+    return 0;
+}
+
+/* Run one case: its name shows in every failure; a case that hangs is ended
+ * by SIGALRM after `secs` seconds (the default action prints nothing, so say
+ * which case first). */
+#define RUN_CASE(fn, secs)                                                              \
+    do {                                                                                \
+        conform_case = #fn;                                                             \
+        if (conform_skipped(#fn)) {                                                     \
+            fprintf(stderr, "case %s: skipped (CONFORM_SKIP)\n", #fn);                 \
+            break;                                                                      \
+        }                                                                               \
+        fprintf(stderr, "case %s\n", #fn);                                              \
+        alarm(secs);                                                                    \
+        fn();                                                                           \
+        alarm(0);                                                                       \
+    } while (0)
+
+#endif
