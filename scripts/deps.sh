@@ -9,8 +9,10 @@ what=${1:-build}
 
 pkgs="cmake ninja-build gcc make pkg-config liburing-dev libhwloc-dev"
 case "$what" in
-  test) pkgs="$pkgs valgrind gdb python3 binutils" ;;
-  run)  pkgs="$pkgs python3 python3-matplotlib" ;;
+  # Unmodified programs that libito-pthread runs (tests/posix/programs.sh,
+  # bench/experiments/programs.py).
+  test) pkgs="$pkgs valgrind gdb python3 binutils pigz xz-utils zstd redis-server redis-tools" ;;
+  run)  pkgs="$pkgs python3 python3-matplotlib pigz xz-utils zstd redis-server redis-tools" ;;
 esac
 
 missing=""

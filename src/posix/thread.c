@@ -391,7 +391,7 @@ static _Noreturn void finish(struct ito__pthread *pt, void *result)
 {
     ito__tcb_thread_exit();
     struct ito__thread *t = ito__thread_self();
-    if (t && t->keys)
+    if (ito__keys_any(t))
         ito__keys_run_destructors(t);
     if (pt) {
         while (pt->nrobust)   /* robust mutexes it still holds: the next owner hears of it */

@@ -117,8 +117,8 @@ void ito__thread_free_here(struct ito__thread *t)
 
 void ito__thread_free(struct ito__vproc *vp, struct ito__thread *t)
 {
-    if (t->keys)
-        ito__keys_free(t);
+    if (!ITO_OWN_TLS && t->keys)
+        ito__keys_free(t);   /* (with ITO_OWN_TLS, freed at exit: runtime/key.c) */
     /* Under t->lk: an operation through a handle holds it while it uses t
      * (ito__thread_lock_live), so it finishes before t can be reused; and
      * it may have written the fields reset here. */

@@ -98,7 +98,7 @@ ITO_NOINLINE void ito__join_inline(struct ito__thread *self, struct ito__thread 
     /* Here the child has finished: it returned, or ito_exit jumped back, or
      * (detached) it ran elsewhere, exited, and woke us through our context.
      * No section is open here on any of these paths. */
-    if (!f.detached && t->keys)
+    if (!f.detached && ito__keys_any(t))
         ito__keys_run_destructors(t);   /* as the child; may switch */
     /* Back into ito: an entry like any other first (its kernel thread may
      * have lost the vproc while the child slept, runtime/carrier.c), then the

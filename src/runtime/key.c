@@ -37,6 +37,26 @@ static struct {
 } keys[ITO_KEYS_MAX];
 static ito__spinlock keys_lock = ITO__SPINLOCK_INITIALIZER(ITO__LOCK_KEYS);           /* serializes create/delete */
 
+/* Where a thread's values hang. With ITO_OWN_TLS every context has its own
+ * TLS block, so a thread-local pointer is the thread's own: it also serves a
+ * kernel thread that ito did not create, and the initial thread before ito
+ * adopts it (the POSIX face needs both); the values are freed at exit, in
+ * the thread. Otherwise the descriptor holds them (a thread-local variable
+ * belongs to the carrier there), freed with the descriptor. */
+#if ITO_OWN_TLS
+static __thread struct ito__keys *own_keys __attribute__((tls_model("initial-exec")));
+#endif
+
+static struct ito__keys **keys_of(struct ito__thread *t)
+{
+#if ITO_OWN_TLS
+    (void)t;
+    return &own_keys;   /* t is the caller (every use is the thread's own) */
+#else
+    return t ? &t->keys : NULL;
+#endif
+}
+
 ITO_API int ito_key_create(ito_key_t *key, void (*dtor)(void *))
 {
     if (!key)
@@ -79,12 +99,12 @@ ITO_API int ito_setspecific(ito_key_t k, const void *value)
     uint32_t s = atomic_load_explicit(&keys[k].seq, memory_order_acquire);
     if (!(s & 1))
         return EINVAL;
-    struct ito__thread *self = ito__thread_self();
-    if (!self)
+    struct ito__keys **kp = keys_of(ito__thread_self());
+    if (!kp)
         return EPERM;
-    if (!self->keys && !(self->keys = calloc(1, sizeof *self->keys)))
+    if (!*kp && !(*kp = calloc(1, sizeof **kp)))
         return ENOMEM;
-    struct slot **b = &self->keys->blocks[k / BLOCK];
+    struct slot **b = &(*kp)->blocks[k / BLOCK];
     if (!*b && !(*b = calloc(BLOCK, sizeof **b)))
         return ENOMEM;
     (*b)[k % BLOCK] = (struct slot){ s, (void *)value };
@@ -95,22 +115,29 @@ ITO_API void *ito_getspecific(ito_key_t k)
 {
     if (k >= ITO_KEYS_MAX)
         return NULL;
-    struct ito__thread *self = ito__thread_self();
-    if (!self || !self->keys)
+    struct ito__keys **kp = keys_of(ito__thread_self());
+    if (!kp || !*kp)
         return NULL;
-    struct slot *b = self->keys->blocks[k / BLOCK];
+    struct slot *b = (*kp)->blocks[k / BLOCK];
     if (!b)
         return NULL;
     struct slot *sl = &b[k % BLOCK];
     return sl->seq == atomic_load_explicit(&keys[k].seq, memory_order_relaxed) ? sl->value : NULL;
 }
 
+bool ito__keys_any(struct ito__thread *t)
+{
+    struct ito__keys **kp = keys_of(t);
+    return kp && *kp;
+}
+
 void ito__keys_run_destructors(struct ito__thread *t)
 {
-    for (int round = 0; round < ITO_DESTRUCTOR_ITERATIONS && t->keys; round++) {
+    struct ito__keys **kp = keys_of(t);
+    for (int round = 0; round < ITO_DESTRUCTOR_ITERATIONS && kp && *kp; round++) {
         bool any = false;
         for (uint32_t bi = 0; bi < NBLOCKS; bi++) {
-            struct slot *b = t->keys->blocks[bi];
+            struct slot *b = (*kp)->blocks[bi];
             if (!b)
                 continue;
             for (uint32_t i = 0; i < BLOCK; i++) {
@@ -134,10 +161,11 @@ void ito__keys_run_destructors(struct ito__thread *t)
 
 void ito__keys_free(struct ito__thread *t)
 {
-    if (!t->keys)
+    struct ito__keys **kp = keys_of(t);
+    if (!kp || !*kp)
         return;
     for (uint32_t bi = 0; bi < NBLOCKS; bi++)
-        free(t->keys->blocks[bi]);
-    free(t->keys);
-    t->keys = NULL;
+        free((*kp)->blocks[bi]);
+    free(*kp);
+    *kp = NULL;
 }

@@ -286,8 +286,11 @@ void ito__thread_exit(struct ito__thread *t, void *result)
 {
     if (t->inl)
         ito__inline_exit(t, result);   /* running on its joiner's stack: jump back there */
-    if (t->keys)
+    if (ito__keys_any(t)) {
         ito__keys_run_destructors(t);   /* user code: may switch */
+        if (ITO_OWN_TLS)
+            ito__keys_free(t);   /* in its own TLS block, which the next thread gets anew */
+    }
     t->result = result;
     ito__critical_enter();   /* never left: the thread ends in its last switch */
     ito__group_exit(t);

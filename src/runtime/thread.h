@@ -237,6 +237,8 @@ void ito__join_inline(struct ito__thread *self, struct ito__thread *t);
 _Noreturn void ito__inline_exit(struct ito__thread *t, void *result);
 void ito__inline_detach(struct ito__thread *t);
 /* Key destructors at exit (key.c). */
+/* t's values (runtime/key.c); with ITO_OWN_TLS, t must be the caller. */
+bool ito__keys_any(struct ito__thread *t);
 void ito__keys_run_destructors(struct ito__thread *t);
 void ito__keys_free(struct ito__thread *t);
 
