@@ -70,6 +70,8 @@ static void static_tls(bool fill)
         size_t off = *(size_t *)((char *)l + desc_offset[2]);
         if (!modid || modid >= sizeof seen / sizeof seen[0] || seen[modid] == l)
             continue;
+        if (fill)
+            ito__tcb_modules_changed();   /* new TLS: reused thread pointers need a new DTV */
         /* 0: no static block yet; -1: dynamic for good (x86-64's values). */
         if (off == 0 || off == (size_t)-1)
             continue;

@@ -29,10 +29,14 @@ struct ito__pthread {
     bool reused;                    /* the thread pointer ran a thread before */
     bool main;                      /* the initial thread: glibc's own thread pointer */
     _Atomic bool detached;
-    /* Exit, seen by the timed and try joins: `exited` under exit_lock. */
+    /* Exit, seen by the timed and try joins. The exiting thread stores
+     * `exited`, then looks at `timed_joiners`; a timed joiner counts itself
+     * in, then looks at `exited` (both seq_cst: one of the two sees the
+     * other), and waits on exit_cond under exit_lock. */
     ito_mutex_t exit_lock;
     ito_cond_t exit_cond;
-    bool exited;
+    _Atomic bool exited;
+    _Atomic int timed_joiners;
     struct ito__pthread *_Atomic joining;   /* the thread it is joining (EDEADLK on a cycle) */
     /* pthread_cleanup_push of C code (__pthread_register_cancel): a list
      * through the callers' buffers. */

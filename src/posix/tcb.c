@@ -33,6 +33,9 @@
  * the C library's own block, which keeps the malloc cache, arena and buffers
  * for the next thread as glibc's stack cache would have kept the memory; the
  * new thread then resets what is visible in it (errno, the thread's locale).
+ * While only the modules loaded at start have TLS (all of it static), the
+ * reset copies their initial images (a few hundred bytes); once dlopen has
+ * loaded one more, the dynamic linker rebuilds the DTV and blocks instead.
  *
  * Rejected: one thread pointer per kernel thread, as libito.so has (errno
  * and `__thread` would follow the carrier, not the thread, and stdio's lock
@@ -79,23 +82,43 @@ static intptr_t libc_block;       /* the C library's static TLS block: tp + libc
 static size_t libc_block_size;    /*   ... for this many bytes (0: none) */
 static _Atomic int next_tid = 0x40000000;   /* above any kernel thread ID (pid_max <= 2^22) */
 
+/* The static TLS blocks of the modules loaded at start, but the C
+ * library's: what a reused thread pointer gets its initial values from
+ * (ito__tcb_reset's fast path). Once a library with thread-local variables
+ * has been loaded since (dlopen), the dynamic linker's own reset is used. */
+#define MODULES_MAX 64
+static struct ito__tls_block modules[MODULES_MAX];
+static int nmodules;
+static _Atomic bool modules_changed;
+
 /* libito-pthread's own slot in every thread pointer. */
 static __thread void *tcb_self __attribute__((tls_model("initial-exec")));
 
-static int find_libc_block(struct dl_phdr_info *info, size_t size, void *arg)
+/* Each module with a TLS block in the calling (initial) thread: the C
+ * library's is found by errno's address; the others are noted in modules[]. */
+static int find_blocks(struct dl_phdr_info *info, size_t size, void *arg)
 {
-    uintptr_t err = (uintptr_t)__errno_location();
+    uintptr_t err = (uintptr_t)__errno_location(), tp = ito__arch_thread_pointer();
+    size_t static_size = *(const size_t *)arg;   /* the static TLS area: [tp - static_size, tp) */
     for (int i = 0; i < info->dlpi_phnum; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
         uintptr_t lo = (uintptr_t)info->dlpi_tls_data;
-        if (ph->p_type == PT_TLS && lo && err >= lo && err < lo + ph->p_memsz) {
-            libc_block = (intptr_t)(lo - ito__arch_thread_pointer());
+        if (ph->p_type != PT_TLS)
+            continue;
+        if (lo && err >= lo && err < lo + ph->p_memsz) {
+            libc_block = (intptr_t)(lo - tp);
             libc_block_size = ph->p_memsz;
-            return 1;
+        } else if (nmodules < MODULES_MAX && lo && lo < tp && tp - lo <= static_size) {
+            modules[nmodules++] = (struct ito__tls_block){ tp - lo, (const void *)(info->dlpi_addr + ph->p_vaddr),
+                                                           ph->p_filesz, ph->p_memsz };
+        } else {
+            atomic_store_explicit(&modules_changed, true, memory_order_relaxed);   /* the slow way */
         }
     }
     return 0;
 }
+
+void ito__tcb_modules_changed(void) { atomic_store_explicit(&modules_changed, true, memory_order_relaxed); }
 
 int ito__tcb_init(void)
 {
@@ -117,7 +140,14 @@ int ito__tcb_init(void)
     void *resp = dlvsym(RTLD_DEFAULT, "__resp", "GLIBC_PRIVATE");   /* this thread's */
     if (resp)
         resp_offset = (long)((uintptr_t)resp - tp);
-    dl_iterate_phdr(find_libc_block, NULL);
+    size_t static_size = 0, align;
+    void (*static_info)(size_t *, size_t *) =
+        (void (*)(size_t *, size_t *))dlvsym(RTLD_DEFAULT, "_dl_get_tls_static_info", "GLIBC_PRIVATE");
+    if (static_info)
+        static_info(&static_size, &align);   /* (includes the descriptor: an upper bound) */
+    else
+        modules_changed = true;
+    dl_iterate_phdr(find_blocks, &static_size);
     if (libc_block_size > ITO__TCB_LIBC_BLOCK_MAX) {
         ito__warn("the C library's thread-local block is %zu bytes, more than libito-pthread "
                   "expects (%d); run the program without libito-pthread", libc_block_size,
@@ -161,9 +191,19 @@ uintptr_t ito__tcb_create(void *self)
     return tp;
 }
 
+void ito__tcb_fill_block(uintptr_t tp, const void *arg);
+
 void ito__tcb_reset(uintptr_t tp)
 {
     void *self = ito__tcb_self_of(tp);
+    if (!atomic_load_explicit(&modules_changed, memory_order_relaxed)) {
+        /* Only the modules loaded at start have TLS, all of it static: their
+         * DTV entries point into this very block and stay right. */
+        for (int i = 0; i < nmodules; i++)
+            ito__tcb_fill_block(tp, &modules[i]);
+        fill(tp, self);
+        return;
+    }
     char saved[ITO__TCB_LIBC_BLOCK_MAX];
     if (libc_block_size)
         memcpy(saved, (void *)(tp + libc_block), libc_block_size);

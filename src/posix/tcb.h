@@ -40,6 +40,9 @@ struct ito__tls_block {
 /* Give tp the block's initial values (posix/dlopen.c). */
 void ito__tcb_fill_block(uintptr_t tp, const void *block);
 
+/* dlopen loaded a module with TLS: reuse must rebuild the DTV from now on. */
+void ito__tcb_modules_changed(void);
+
 /* In the new thread, before its start routine: what glibc's own thread
  * start does (the locale's ctype tables; a reused block gets the global
  * locale and errno 0 back). */

@@ -107,9 +107,12 @@ static struct ito__pthread *pool_get(uint32_t refs)
     atomic_store_explicit(&pt->refs, refs, memory_order_relaxed);
     atomic_store_explicit(&pt->detached, !(refs & ITO__PT_REF_ID), memory_order_relaxed);
     pt->id = ITO_THREAD_NULL;
-    ito_mutex_init(&pt->exit_lock);
-    ito_cond_init(&pt->exit_cond);
-    pt->exited = false;
+    if (!pt->reused) {
+        ito_mutex_init(&pt->exit_lock);
+        ito_cond_init(&pt->exit_cond);
+    }
+    atomic_store_explicit(&pt->exited, false, memory_order_relaxed);
+    atomic_store_explicit(&pt->timed_joiners, 0, memory_order_relaxed);
     atomic_store_explicit(&pt->joining, NULL, memory_order_relaxed);
     pt->cleanup = NULL;
     pt->nrobust = 0;
@@ -159,14 +162,72 @@ __attribute__((constructor)) static void posix_init(void)
 
 bool ito__posix_started;
 
+/* glibc's default thread attributes, kept here so that a create without
+ * attributes does not copy them each time; pthread_setattr_default_np
+ * (below) refreshes them. Written under defaults_lock. */
+static size_t dflt_stack_size, dflt_guard_size;
+static ito_mutex_t defaults_lock = ITO_MUTEX_INIT;
+static _Atomic bool defaults_known;
+
+static void load_defaults(void)
+{
+    pthread_attr_t a;
+    if (pthread_getattr_default_np(&a) != 0)
+        return;
+    pthread_attr_getstacksize(&a, &dflt_stack_size);
+    pthread_attr_getguardsize(&a, &dflt_guard_size);
+    pthread_attr_destroy(&a);
+    if (dflt_stack_size < ITO_STACK_MIN)
+        dflt_stack_size = ITO_STACK_MIN;
+    if (dflt_stack_size > ITO_STACK_MAX)
+        dflt_stack_size = ITO_STACK_MAX;
+}
+
+static size_t default_stack_size(void)
+{
+    if (!atomic_load_explicit(&defaults_known, memory_order_acquire)) {
+        load_defaults();   /* (before ito starts: no lock needed, one thread) */
+        atomic_store_explicit(&defaults_known, true, memory_order_release);
+    }
+    return dflt_stack_size;
+}
+
+ITO_POSIX_API int pthread_setattr_default_np(const pthread_attr_t *attr)
+{
+    static int (*_Atomic libc_set)(const pthread_attr_t *);
+    int (*set)(const pthread_attr_t *) = libc_set;
+    if (!set)
+        libc_set = set = (int (*)(const pthread_attr_t *))ito__libc_symbol("pthread_setattr_default_np",
+                                                                          "GLIBC_2.18");
+    int e = set(attr);
+    if (!e) {
+        ito_mutex_lock(&defaults_lock);
+        load_defaults();
+        atomic_store_explicit(&defaults_known, true, memory_order_release);
+        ito_mutex_unlock(&defaults_lock);
+    }
+    return e;
+}
+
 int ito__posix_start(void)
 {
     /* Libraries ito itself uses while it starts (hwloc) lock mutexes too:
      * those calls find ito not started and act for a foreign kernel thread. */
     static __thread bool starting;
+    if (__atomic_load_n(&ito__posix_started, __ATOMIC_ACQUIRE))
+        return 0;
     if (!tcb_ready || starting)
         return EAGAIN;
     starting = true;
+    if (gettid() == getpid() && !getenv("ITO_STACK_SIZE")) {
+        /* The initial thread starts ito, with glibc's default stack size as
+         * ito's, so that threads made without a size get it from ito's
+         * per-vproc cache. (Anywhere else ito starts itself with its own
+         * defaults, as its first call would.) */
+        ito_config_t c = ITO_CONFIG_INIT;
+        c.stack_size = default_stack_size();
+        ito_init(&c);   /* EBUSY: started already */
+    }
     int n = ito_vproc_count();   /* starts ito the first time */
     starting = false;
     if (n <= 0)
@@ -237,36 +298,30 @@ ITO_POSIX_API int pthread_create(pthread_t *th, const pthread_attr_t *attr, void
     int e = ito__posix_start();
     if (e)
         return e;
-    pthread_attr_t dflt;
-    if (!attr) {
-        if (pthread_getattr_default_np(&dflt) != 0)
-            return EAGAIN;
-        attr = &dflt;
-    }
     int detach = PTHREAD_CREATE_JOINABLE, inherit = PTHREAD_INHERIT_SCHED, policy = SCHED_OTHER;
     struct sched_param param = { 0 };
-    size_t stack_size = 0, guard = 0;
+    size_t stack_size = default_stack_size(), guard = dflt_guard_size;
     void *stack_addr = NULL;
-    pthread_attr_getdetachstate(attr, &detach);
-    pthread_attr_getinheritsched(attr, &inherit);
-    pthread_attr_getschedpolicy(attr, &policy);
-    pthread_attr_getschedparam(attr, &param);
-    pthread_attr_getstacksize(attr, &stack_size);
-    pthread_attr_getguardsize(attr, &guard);
-    void *lo = NULL;
-    size_t lo_size = 0;
-    pthread_attr_getstack(attr, &lo, &lo_size);   /* unset: the top is NULL, lo is NULL - size */
-    if ((uintptr_t)lo + lo_size != 0)
-        stack_addr = (char *)lo + lo_size;      /* the caller's stack, by its top */
-    sigset_t mask;
-    if (pthread_attr_getsigmask_np(attr, &mask) == 0) {
-        static atomic_flag said = ATOMIC_FLAG_INIT;
-        if (!atomic_flag_test_and_set(&said))
-            ito__warn("pthread_create: the attribute's signal mask is ignored: ito threads do not have "
-                      "signal masks of their own yet");
+    if (attr) {
+        pthread_attr_getdetachstate(attr, &detach);
+        pthread_attr_getinheritsched(attr, &inherit);
+        pthread_attr_getschedpolicy(attr, &policy);
+        pthread_attr_getschedparam(attr, &param);
+        pthread_attr_getstacksize(attr, &stack_size);
+        pthread_attr_getguardsize(attr, &guard);
+        void *lo = NULL;
+        size_t lo_size = 0;
+        pthread_attr_getstack(attr, &lo, &lo_size);   /* unset: the top is NULL, lo is NULL - size */
+        if ((uintptr_t)lo + lo_size != 0)
+            stack_addr = (char *)lo + lo_size;      /* the caller's stack, by its top */
+        sigset_t mask;
+        if (pthread_attr_getsigmask_np(attr, &mask) == 0) {
+            static atomic_flag said = ATOMIC_FLAG_INIT;
+            if (!atomic_flag_test_and_set(&said))
+                ito__warn("pthread_create: the attribute's signal mask is ignored: ito threads do not "
+                          "have signal masks of their own yet");
+        }
     }
-    if (attr == &dflt)
-        pthread_attr_destroy(&dflt);
     struct ito__pthread *self = ito__pthread_self();
     if (inherit == PTHREAD_INHERIT_SCHED && self) {
         policy = self->sched_policy;
@@ -396,10 +451,12 @@ static _Noreturn void finish(struct ito__pthread *pt, void *result)
     if (pt) {
         while (pt->nrobust)   /* robust mutexes it still holds: the next owner hears of it */
             ito__pmutex_owner_died(pt->robust[--pt->nrobust]);
-        ito_mutex_lock(&pt->exit_lock);
-        pt->exited = true;
-        ito_cond_broadcast(&pt->exit_cond);
-        ito_mutex_unlock(&pt->exit_lock);
+        atomic_store(&pt->exited, true);
+        if (atomic_load(&pt->timed_joiners)) {
+            ito_mutex_lock(&pt->exit_lock);
+            ito_cond_broadcast(&pt->exit_cond);
+            ito_mutex_unlock(&pt->exit_lock);
+        }
     }
     ito_exit(result);
 }
@@ -433,17 +490,18 @@ static int join(pthread_t th, void **result, bool try, clockid_t clock, const st
             if (e)
                 return e;
         }
-        ito_mutex_lock(&pt->exit_lock);
         int e = 0;
-        while (!pt->exited && !e) {
-            if (try) {
-                e = EBUSY;
-            } else {
-                struct timespec ts = { (time_t)(deadline / 1000000000u), (long)(deadline % 1000000000u) };
+        if (try) {
+            e = atomic_load(&pt->exited) ? 0 : EBUSY;
+        } else {
+            atomic_fetch_add(&pt->timed_joiners, 1);
+            ito_mutex_lock(&pt->exit_lock);
+            struct timespec ts = { (time_t)(deadline / 1000000000u), (long)(deadline % 1000000000u) };
+            while (!atomic_load(&pt->exited) && !e)
                 e = ito_cond_timedwait(&pt->exit_cond, &pt->exit_lock, &ts);
-            }
+            ito_mutex_unlock(&pt->exit_lock);
+            atomic_fetch_sub(&pt->timed_joiners, 1);
         }
-        ito_mutex_unlock(&pt->exit_lock);
         if (e)
             return e;
     }

@@ -71,7 +71,7 @@ ITO_API int ito_attr_set_stack_size(ito_attr_t *a, size_t bytes)
     ATTR_CHECK(a);
     if (bytes < ITO_STACK_MIN || bytes > ITO_STACK_MAX)
         return EINVAL;
-    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    size_t page = ito__rt.page ? ito__rt.page : (size_t)sysconf(_SC_PAGESIZE);   /* before init: ask */
     a->stack_size_ = (bytes + page - 1) & ~(page - 1);
     return 0;
 }
