@@ -8,6 +8,11 @@
  * first waiting writer, or every reader queued before it — so woken threads
  * never have to compete again.
  *
+ * The POSIX face (posix/rwlock.c) also asks for reader preference (a new
+ * reader waits only while a writer holds, glibc's default) and for timed
+ * waits: a waiter that times out leaves the queue, and a writer that leaves
+ * may let readers queued behind it in.
+ *
  * Limits: a reader that unlocks without holding the lock cannot be told apart
  * from one that holds it while readers remain (EPERM only when nothing is
  * held); a thread that read-locks twice while a writer waits deadlocks, as
@@ -18,21 +23,13 @@
 #include <ito.h>
 
 #include "api/init.h"
+#include "api/rwlock.h"
 #include "runtime/runtime.h"
 #include "api/owner.h"
 #include "runtime/wait.h"
 
 #define RW_DESTROYED 0xdead4e11u
 enum { TAG_READ = 1, TAG_WRITE = 2 };
-
-struct ito__rwlock {
-    ito__spinlock lk;
-    uint32_t destroyed;
-    uint32_t readers;           /* lk */
-    uint32_t waiting_writers;   /* lk */
-    uintptr_t writer;           /* lk */
-    struct ito__waitq q;        /* lk: readers and writers, FIFO */
-};
 
 _Static_assert(sizeof(struct ito__rwlock) <= sizeof(ito_rwlock_t), "ito_rwlock_t too small");
 
@@ -70,8 +67,8 @@ ITO_API int ito_rwlock_destroy(ito_rwlock_t *ul)
 
 /* Under lk: a blocking or trying acquisition. Returns 0, EBUSY (would
  * block and `wait` is false), EDEADLK, EAGAIN, EINVAL; 1 means "queued". */
-static int rw_acquire(struct ito__rwlock *l, bool write, uintptr_t self, bool wait, struct ito__waiter *local,
-                      struct ito__waiter **queued)
+static int rw_acquire(struct ito__rwlock *l, bool write, bool prefer_readers, uintptr_t self, bool wait,
+                      uint64_t deadline, struct ito__waiter *local, struct ito__waiter **queued)
 {
     if (l->destroyed == RW_DESTROYED)
         return EINVAL;
@@ -85,7 +82,7 @@ static int rw_acquire(struct ito__rwlock *l, bool write, uintptr_t self, bool wa
     } else {
         if (l->writer == self)
             return EDEADLK;
-        if (!l->writer && !l->waiting_writers) {
+        if (!l->writer && (!l->waiting_writers || prefer_readers)) {
             if (l->readers == INT32_MAX)
                 return EAGAIN;
             l->readers++;
@@ -99,9 +96,63 @@ static int rw_acquire(struct ito__rwlock *l, bool write, uintptr_t self, bool wa
     if (write)
         l->waiting_writers++;
     ito__waitq_push(&l->q, w);
-    ito__wait_begin(w, 0, &l->lk, &l->q);
+    ito__wait_begin(w, deadline, &l->lk, &l->q);
     *queued = w;
     return 1;
+}
+
+/* Under lk, nothing held or only readers: hand the lock to the waiters at
+ * the head of the queue — the first writer if nobody reads, or every reader
+ * before the first writer — linked through `next` onto *tail. A waiter whose
+ * claim fails has timed out: it is skipped, its tag cleared so that it
+ * knows it was taken off the queue. */
+static struct ito__waiter **grant(struct ito__rwlock *l, struct ito__waiter **tail)
+{
+    while (!l->writer && l->q.head) {
+        struct ito__waiter *w = l->q.head;
+        bool write = (w->tag & 3) == TAG_WRITE;
+        if (write && l->readers)
+            break;
+        ito__waitq_pop(&l->q);
+        uintptr_t owner = w->tag & ~(uintptr_t)3;
+        w->tag = 0;
+        if (write)
+            l->waiting_writers--;
+        if (!ito__wake_claim(w))
+            continue;
+        if (write)
+            l->writer = owner;
+        else
+            l->readers++;
+        *tail = w;
+        tail = &w->next;
+    }
+    return tail;
+}
+
+int ito__rwlock_lock(struct ito__rwlock *l, bool write, bool prefer_readers, bool wait, uint64_t deadline)
+{
+    uintptr_t self = ito__owner_self();
+    struct ito__waiter local, *w = NULL;
+    ito__spin_lock(&l->lk);
+    int r = rw_acquire(l, write, prefer_readers, self, wait, deadline, &local, &w);
+    ito__spin_unlock(&l->lk);
+    if (r != 1)
+        return r;
+    if (ito__wait_end(w, &l->lk, &l->q) == 0)
+        return 0;   /* handed the lock */
+    /* Timed out. Off the queue already (wait_end or a waker took it off);
+     * a writer that leaves may let the readers behind it in. */
+    struct ito__waiter *granted = NULL, **tail = &granted;
+    ito__spin_lock(&l->lk);
+    if (w->tag && write) {
+        l->waiting_writers--;   /* wait_end took it off: nobody counted it out */
+        tail = grant(l, tail);
+    }
+    *tail = NULL;
+    ito__spin_unlock(&l->lk);
+    ito__wake_finish_all(granted);
+    return ETIMEDOUT;
 }
 
 static int rw_lock(ito_rwlock_t *ul, bool write, bool wait)
@@ -109,16 +160,7 @@ static int rw_lock(ito_rwlock_t *ul, bool write, bool wait)
     if (!ul)
         return EINVAL;
     ito__ensure_init();
-    struct ito__rwlock *l = R(ul);
-    uintptr_t self = ito__owner_self();
-    struct ito__waiter local, *w = NULL;
-    ito__spin_lock(&l->lk);
-    int r = rw_acquire(l, write, self, wait, &local, &w);
-    ito__spin_unlock(&l->lk);
-    if (r != 1)
-        return r;
-    ito__wait_end(w, &l->lk, &l->q);   /* untimed: ends only when handed the lock */
-    return 0;
+    return ito__rwlock_lock(R(ul), write, false, wait, 0);
 }
 
 ITO_API int ito_rwlock_rdlock(ito_rwlock_t *l) { return rw_lock(l, false, true); }
@@ -126,11 +168,8 @@ ITO_API int ito_rwlock_tryrdlock(ito_rwlock_t *l) { return rw_lock(l, false, fal
 ITO_API int ito_rwlock_wrlock(ito_rwlock_t *l) { return rw_lock(l, true, true); }
 ITO_API int ito_rwlock_trywrlock(ito_rwlock_t *l) { return rw_lock(l, true, false); }
 
-ITO_API int ito_rwlock_unlock(ito_rwlock_t *ul)
+int ito__rwlock_unlock(struct ito__rwlock *l)
 {
-    if (!ul)
-        return EINVAL;
-    struct ito__rwlock *l = R(ul);
     uintptr_t self = ito__owner_self();
     ito__spin_lock(&l->lk);
     if (l->destroyed == RW_DESTROYED) {
@@ -146,26 +185,18 @@ ITO_API int ito_rwlock_unlock(ito_rwlock_t *ul)
         return EPERM;
     }
     /* Hand the lock to the next waiters, linked through `next` once claimed. */
-    struct ito__waiter *grant = NULL, **tail = &grant;
-    if (!l->readers && !l->writer && l->q.head) {
-        if ((l->q.head->tag & 3) == TAG_WRITE) {
-            struct ito__waiter *w = ito__waitq_pop(&l->q);
-            l->waiting_writers--;
-            l->writer = w->tag & ~(uintptr_t)3;
-            ito__wake_claim(w);
-            *tail = w;
-            tail = &w->next;
-        }
-        while (!l->writer && l->q.head && (l->q.head->tag & 3) == TAG_READ) {
-            struct ito__waiter *w = ito__waitq_pop(&l->q);
-            l->readers++;
-            ito__wake_claim(w);
-            *tail = w;
-            tail = &w->next;
-        }
-    }
+    struct ito__waiter *granted = NULL, **tail = &granted;
+    if (!l->readers && !l->writer)
+        tail = grant(l, tail);
     *tail = NULL;
     ito__spin_unlock(&l->lk);
-    ito__wake_finish_all(grant);
+    ito__wake_finish_all(granted);
     return 0;
+}
+
+ITO_API int ito_rwlock_unlock(ito_rwlock_t *ul)
+{
+    if (!ul)
+        return EINVAL;
+    return ito__rwlock_unlock(R(ul));
 }

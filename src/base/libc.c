@@ -20,6 +20,7 @@ void *ito__libc_symbol(const char *name, const char *version)
     return p;
 }
 
+#if ITO_OWN_TLS
 #define LIBC_FN(ret, name, version, params, args)                                       \
     ret ito__libc_##name params                                                         \
     {                                                                                   \
@@ -43,3 +44,4 @@ LIBC_FN(int, pthread_mutex_lock, "GLIBC_2.2.5", (pthread_mutex_t *m), (m))
 LIBC_FN(int, pthread_mutex_unlock, "GLIBC_2.2.5", (pthread_mutex_t *m), (m))
 LIBC_FN(int, pthread_once, "GLIBC_2.2.5", (pthread_once_t *once, void (*init)(void)), (once, init))
 LIBC_FN(int, sched_yield, "GLIBC_2.2.5", (void), ())
+#endif

@@ -10,16 +10,20 @@
  * kernel threads (activations, the monitor, the allocator's agent) and its
  * few process-wide locks need the C library's, so the lower layers call
  * them through these wrappers, which look each function up in the C library
- * by name and version the first time (libc.c). In libito.so they are the very
- * same functions, one indirect call away.
+ * by name and version the first time (libc.c). In libito.so, which defines
+ * none of them, they are plain calls by name.
  */
 #ifndef ITO_BASE_LIBC_H
 #define ITO_BASE_LIBC_H
 
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <time.h>
 
+#include "base/compiler.h"
+
+#if ITO_OWN_TLS
 int ito__libc_pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), void *arg);
 pthread_t ito__libc_pthread_self(void);
 int ito__libc_pthread_getattr_np(pthread_t t, pthread_attr_t *attr);
@@ -30,6 +34,26 @@ int ito__libc_pthread_mutex_lock(pthread_mutex_t *m);
 int ito__libc_pthread_mutex_unlock(pthread_mutex_t *m);
 int ito__libc_pthread_once(pthread_once_t *once, void (*fn)(void));
 int ito__libc_sched_yield(void);
+#else
+/* libito.so defines none of these: the names are the C library's (or, in a
+ * sanitizer build, the sanitizer's, which must see every thread). */
+static inline int ito__libc_pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
+{
+    return pthread_create(t, attr, fn, arg);
+}
+static inline pthread_t ito__libc_pthread_self(void) { return pthread_self(); }
+static inline int ito__libc_pthread_getattr_np(pthread_t t, pthread_attr_t *attr) { return pthread_getattr_np(t, attr); }
+static inline int ito__libc_pthread_getcpuclockid(pthread_t t, clockid_t *clock) { return pthread_getcpuclockid(t, clock); }
+static inline int ito__libc_pthread_setname_np(pthread_t t, const char *name) { return pthread_setname_np(t, name); }
+static inline int ito__libc_pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
+{
+    return pthread_sigmask(how, set, old);
+}
+static inline int ito__libc_pthread_mutex_lock(pthread_mutex_t *m) { return pthread_mutex_lock(m); }
+static inline int ito__libc_pthread_mutex_unlock(pthread_mutex_t *m) { return pthread_mutex_unlock(m); }
+static inline int ito__libc_pthread_once(pthread_once_t *once, void (*fn)(void)) { return pthread_once(once, fn); }
+static inline int ito__libc_sched_yield(void) { return sched_yield(); }
+#endif
 
 /* Any other C-library function by name and symbol version (e.g.
  * "GLIBC_2.2.5"); panics if the C library does not have it. */

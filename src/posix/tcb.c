@@ -188,6 +188,15 @@ uintptr_t ito__tcb_create(void *self)
         *(struct __res_state **)(tp + resp_offset) = res;   /* kept across reuse */
     }
     fill(tp, self);
+    /* The C library's locale tables (isdigit and friends) are per thread,
+     * set by __ctype_init on the thread itself: run it on tp for a moment,
+     * so that contexts that never pass through a POSIX thread's start (a
+     * scheduler context, a thread of ito's own API) have them too. A time
+     * slice that ends meanwhile finds no activation in tp and does nothing. */
+    uintptr_t cur = ito__arch_thread_pointer();
+    ito__arch_set_thread_pointer(tp);
+    __ctype_init();
+    ito__arch_set_thread_pointer(cur);
     return tp;
 }
 
