@@ -37,37 +37,6 @@ static size_t page_size(void)
     return (size_t)sysconf(_SC_PAGESIZE);
 }
 
-/* ---- a counter threads can wait on (mutex + condition variable) ---- */
-
-struct sync {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int value;
-};
-
-static void sync_init(struct sync *s)
-{
-    OK(pthread_mutex_init(&s->mu, NULL));
-    OK(pthread_cond_init(&s->cv, NULL));
-    s->value = 0;
-}
-
-static void sync_add(struct sync *s, int n)
-{
-    OK(pthread_mutex_lock(&s->mu));
-    s->value += n;
-    OK(pthread_cond_broadcast(&s->cv));
-    OK(pthread_mutex_unlock(&s->mu));
-}
-
-static void sync_wait(struct sync *s, int at_least)
-{
-    OK(pthread_mutex_lock(&s->mu));
-    while (s->value < at_least)
-        OK(pthread_cond_wait(&s->cv, &s->mu));
-    OK(pthread_mutex_unlock(&s->mu));
-}
-
 /* ---- what a thread sees of itself ---- */
 
 /* Filled in by the thread from pthread_getattr_np(pthread_self()). */

@@ -16,24 +16,7 @@
 
 /* TSan reports the deliberate misuse whose error wait_errorcheck_not_owner
  * checks (a wait that would unlock a mutex the caller does not hold): that
- * case skips it. */
-#if defined(__SANITIZE_THREAD__)
-#define UNDER_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define UNDER_TSAN 1
-#endif
-#endif
-#ifndef UNDER_TSAN
-#define UNDER_TSAN 0
-#endif
-
-#define BAD_CLOCK ((clockid_t)1000) /* names no clock */
-
-static uint64_t ns_of(struct timespec ts)
-{
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
+ * case skips it (UNDER_TSAN, conform.h). */
 
 static void init_errorcheck(pthread_mutex_t *m)
 {

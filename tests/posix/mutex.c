@@ -27,34 +27,7 @@
 
 /* TSan reports the deliberate misuse whose error some cases check (unlocking
  * a mutex the caller does not hold, locking one that fails with EINVAL) and
- * does not intercept pthread_mutex_clocklock: those cases skip it. */
-#if defined(__SANITIZE_THREAD__)
-#define UNDER_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define UNDER_TSAN 1
-#endif
-#endif
-#ifndef UNDER_TSAN
-#define UNDER_TSAN 0
-#endif
-
-#define BAD_CLOCK ((clockid_t)1000) /* names no clock */
-
-static uint64_t ns_of(struct timespec ts)
-{
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-/* Runs fn(arg) on a new thread, joins it and returns its result as an int. */
-static int on_thread(void *(*fn)(void *), void *arg)
-{
-    pthread_t t;
-    void *ret;
-    OK(pthread_create(&t, NULL, fn, arg));
-    OK(pthread_join(t, &ret));
-    return (int)(intptr_t)ret;
-}
+ * does not intercept pthread_mutex_clocklock: those cases skip it (UNDER_TSAN, conform.h). */
 
 static void init_typed(pthread_mutex_t *m, int type)
 {

@@ -21,43 +21,6 @@
 
 #include "conform.h"
 
-/* ---- a counter threads can wait on (mutex + condition variable) ---- */
-
-struct sync {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int value;
-};
-
-static void sync_init(struct sync *s)
-{
-    OK(pthread_mutex_init(&s->mu, NULL));
-    OK(pthread_cond_init(&s->cv, NULL));
-    s->value = 0;
-}
-
-static void sync_destroy(struct sync *s)
-{
-    OK(pthread_cond_destroy(&s->cv));
-    OK(pthread_mutex_destroy(&s->mu));
-}
-
-static void sync_add(struct sync *s, int n)
-{
-    OK(pthread_mutex_lock(&s->mu));
-    s->value += n;
-    OK(pthread_cond_broadcast(&s->cv));
-    OK(pthread_mutex_unlock(&s->mu));
-}
-
-static void sync_wait(struct sync *s, int at_least)
-{
-    OK(pthread_mutex_lock(&s->mu));
-    while (s->value < at_least)
-        OK(pthread_cond_wait(&s->cv, &s->mu));
-    OK(pthread_mutex_unlock(&s->mu));
-}
-
 static pthread_t spawn(void *(*fn)(void *), void *arg)
 {
     pthread_t t;

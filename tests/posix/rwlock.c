@@ -14,23 +14,6 @@
 
 #include "conform.h"
 
-#define BAD_CLOCK ((clockid_t)1000) /* names no clock */
-
-static uint64_t ns_of(struct timespec ts)
-{
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-/* Runs fn(arg) on a new thread, joins it and returns its result as an int. */
-static int on_thread(void *(*fn)(void *), void *arg)
-{
-    pthread_t t;
-    void *ret;
-    OK(pthread_create(&t, NULL, fn, arg));
-    OK(pthread_join(t, &ret));
-    return (int)(intptr_t)ret;
-}
-
 static void *do_tryrdlock(void *l)
 {
     int r = pthread_rwlock_tryrdlock(l);

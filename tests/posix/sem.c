@@ -17,13 +17,6 @@
 
 #include "conform.h"
 
-#define BAD_CLOCK ((clockid_t)1000) /* names no clock */
-
-static uint64_t ns_of(struct timespec ts)
-{
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static int value_of(sem_t *s)
 {
     int v = -1;
