@@ -116,15 +116,18 @@ static int wait(pthread_cond_t *uc, pthread_mutex_t *um, uint64_t deadline)
     struct ito__waiter *w = ito__cond_wait_begin(&c->c, &local, deadline);
     if (!w)
         return EINVAL;
-    uint32_t count = m->count;
-    m->count = 0;
+    /* A recursive mutex is released whole and its count given back; a
+     * robust one's state bits stay with the mutex (an inconsistent one
+     * released here becomes unrecoverable, as in glibc). */
+    uint32_t count = m->count & ITO__PMUTEX_COUNT_MAX;
+    m->count &= ~ITO__PMUTEX_COUNT_MAX;
     ito__pmutex_unlock(m);
     int r = ito__cond_wait_end(&c->c, w);
     int e = ito__pmutex_lock(m, 0);
-    if (e)
+    if (e && e != EOWNERDEAD)
         return e;
-    m->count = count;
-    return r;
+    m->count |= count;
+    return e ? e : r;
 }
 
 ITO_POSIX_API int pthread_cond_wait(pthread_cond_t *uc, pthread_mutex_t *um)

@@ -109,6 +109,7 @@ ITO_POSIX_API void *dlopen(const char *file, int mode)
     }
     void *h = real(file, mode);
     if (h) {
+        ito__posix_ensure();
         /* One at a time: `seen` is shared. */
         ito_mutex_lock(&fill_lock);
         static_tls(true);

@@ -53,7 +53,7 @@ _Static_assert(offsetof(struct ito__pmutex, kind) == 16, "glibc keeps __kind at 
 #define OWNER_DIED (1u << 31)      /* its owner ended holding it; the next gets EOWNERDEAD */
 #define INCONSISTENT (1u << 30)    /* EOWNERDEAD was returned; pthread_mutex_consistent clears it */
 #define NOT_RECOVERABLE (1u << 29) /* unlocked while inconsistent: unusable for good */
-#define COUNT_MAX ((1u << 29) - 1)
+#define COUNT_MAX ITO__PMUTEX_COUNT_MAX
 
 /* The C library's own mutex calls: its pthread_mutex_init encodes an
  * attribute in __kind; process-shared mutexes are left to it whole. */
@@ -114,6 +114,16 @@ ITO_POSIX_API int pthread_mutex_init(pthread_mutex_t *um, const pthread_mutexatt
         ito__posix_unsupported("a robust process-shared mutex",
                                "the kernel releases a dead process's robust mutexes by the kernel "
                                "thread that held them, and ito threads move between kernel threads");
+        return ENOSYS;
+    }
+    int protocol = PTHREAD_PRIO_NONE;
+    if (attr)
+        pthread_mutexattr_getprotocol(attr, &protocol);
+    if (pshared == PTHREAD_PROCESS_SHARED && protocol == PTHREAD_PRIO_INHERIT) {
+        LIBC(destroy)(um);
+        ito__posix_unsupported("a priority-inheritance process-shared mutex",
+                               "the kernel's priority inheritance names the owner by kernel thread ID, "
+                               "and ito threads move between kernel threads");
         return ENOSYS;
     }
     if (pshared == PTHREAD_PROCESS_SHARED)

@@ -25,6 +25,7 @@ ITO_POSIX_API int pthread_once(pthread_once_t *once, void (*fn)(void))
 {
     if (!once || !fn)
         return EINVAL;
+    ito__posix_ensure();   /* before the waiting lock can start ito by itself */
     _Atomic int *w = (_Atomic int *)once;
     int s = atomic_load_explicit(w, memory_order_acquire);
     if (s == ONCE_DONE)

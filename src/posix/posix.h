@@ -85,10 +85,9 @@ static inline void ito__posix_ensure(void)
 }
 
 /* An absolute time on `clock` as ito's deadline (CLOCK_MONOTONIC
- * nanoseconds; 1 if already past). EINVAL for a bad clock or timespec. */
+ * nanoseconds; 1 if already past; 0, none, a century or more ahead).
+ * EINVAL for a bad clock or timespec. */
 int ito__posix_deadline(clockid_t clock, const struct timespec *abstime, uint64_t *deadline);
-/* ... and as a timespec, for ito's timed calls. */
-int ito__posix_deadline_ts(clockid_t clock, const struct timespec *abstime, struct timespec *mono);
 
 /* ito's priority for a POSIX policy and priority (posix/sched.c), and
  * whether they are valid (0 or EINVAL). */

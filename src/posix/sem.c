@@ -72,6 +72,7 @@ static int ret(int e)
 
 ITO_POSIX_API int sem_init(sem_t *s, int pshared, unsigned value)
 {
+    ito__posix_ensure();
     if (!s || value > SEM_VALUE_MAX)
         return ret(EINVAL);
     if (pshared) {
@@ -93,6 +94,7 @@ ITO_POSIX_API int sem_destroy(sem_t *s)
 
 ITO_POSIX_API int sem_wait(sem_t *s)
 {
+    ito__posix_ensure();
     if (!ours(s))
         return LIBC(wait)(s);
     return ret(ito_sem_wait(IS(s)));
@@ -100,6 +102,7 @@ ITO_POSIX_API int sem_wait(sem_t *s)
 
 ITO_POSIX_API int sem_trywait(sem_t *s)
 {
+    ito__posix_ensure();
     if (!ours(s))
         return LIBC(trywait)(s);
     return ret(ito_sem_trywait(IS(s)));
@@ -107,11 +110,17 @@ ITO_POSIX_API int sem_trywait(sem_t *s)
 
 static int timedwait(sem_t *s, clockid_t clock, const struct timespec *abstime)
 {
+    ito__posix_ensure();
     if (ito_sem_trywait(IS(s)) == 0)
         return 0;
-    struct timespec mono;
-    int e = ito__posix_deadline_ts(clock, abstime, &mono);
-    return ret(e ? e : ito_sem_timedwait(IS(s), &mono));
+    uint64_t d;
+    int e = ito__posix_deadline(clock, abstime, &d);
+    if (e)
+        return ret(e);
+    if (!d)
+        return ret(ito_sem_wait(IS(s)));   /* a century or more ahead */
+    struct timespec mono = { (time_t)(d / 1000000000u), (long)(d % 1000000000u) };
+    return ret(ito_sem_timedwait(IS(s), &mono));
 }
 
 ITO_POSIX_API int sem_timedwait(sem_t *s, const struct timespec *abstime)
@@ -132,6 +141,7 @@ ITO_POSIX_API int sem_clockwait(sem_t *s, clockid_t clock, const struct timespec
 
 ITO_POSIX_API int sem_post(sem_t *s)
 {
+    ito__posix_ensure();
     if (!ours(s))
         return LIBC(post)(s);
     return ret(ito_sem_post(IS(s)));

@@ -20,6 +20,9 @@ struct ito__pmutex {
     struct ito__waitq q;
 };
 
+/* The recursion count's bits of `count` (the top bits: a robust mutex's state). */
+#define ITO__PMUTEX_COUNT_MAX ((1u << 29) - 1)
+
 void ito__pmutex_clear(struct ito__pmutex *m);
 /* Lock (deadline: 0 none, else ito's monotonic nanoseconds), unlock. */
 int ito__pmutex_lock(struct ito__pmutex *m, uint64_t deadline);

@@ -145,7 +145,7 @@ static void hook_tp_done(uintptr_t tp) { unref(ito__tcb_self_of(tp), ITO__PT_REF
 
 /* ----------------------------------------------------------------- start */
 
-__attribute__((constructor)) static void posix_init(void)
+static void posix_init_once(void)
 {
     if (ito__tcb_init() != 0)
         return;
@@ -159,6 +159,15 @@ __attribute__((constructor)) static void posix_init(void)
     ito__hooks.tp_new = hook_tp_new;
     ito__hooks.tp_done = hook_tp_done;
 }
+
+/* At load, or earlier: a constructor of a library that runs before this one
+ * may already call pthread_once or sem_post, and ito must not start before
+ * its thread-pointer hooks are set. The initial thread runs it. */
+static pthread_once_t posix_init_done = PTHREAD_ONCE_INIT;
+
+static void posix_init(void) { ito__libc_pthread_once(&posix_init_done, posix_init_once); }
+
+__attribute__((constructor)) static void posix_init_at_load(void) { posix_init(); }
 
 bool ito__posix_started;
 
@@ -216,7 +225,10 @@ int ito__posix_start(void)
     static __thread bool starting;
     if (__atomic_load_n(&ito__posix_started, __ATOMIC_ACQUIRE))
         return 0;
-    if (!tcb_ready || starting)
+    if (starting)
+        return EAGAIN;
+    posix_init();
+    if (!tcb_ready)
         return EAGAIN;
     starting = true;
     if (gettid() == getpid() && !getenv("ITO_STACK_SIZE")) {
@@ -255,23 +267,18 @@ int ito__posix_deadline(clockid_t clock, const struct timespec *abstime, uint64_
     if (clock == CLOCK_MONOTONIC_RAW || clock == CLOCK_PROCESS_CPUTIME_ID ||
         clock == CLOCK_THREAD_CPUTIME_ID || clock_gettime(clock, &now) != 0)
         return EINVAL;
-    int64_t left = (int64_t)(abstime->tv_sec - now.tv_sec) * 1000000000LL + (abstime->tv_nsec - now.tv_nsec);
-    if (abstime->tv_sec < 0 || left <= 0) {
+    if (abstime->tv_sec < now.tv_sec || (abstime->tv_sec == now.tv_sec && abstime->tv_nsec <= now.tv_nsec)) {
         *deadline = 1;   /* already past: a time in the past, not "none" */
         return 0;
     }
+    /* A century or more ahead ("for ever", often TIME_T_MAX): no deadline
+     * (ito's 0), rather than an overflow into the past. */
+    if (abstime->tv_sec - now.tv_sec > 100LL * 365 * 86400) {
+        *deadline = 0;
+        return 0;
+    }
+    int64_t left = (int64_t)(abstime->tv_sec - now.tv_sec) * 1000000000LL + (abstime->tv_nsec - now.tv_nsec);
     *deadline = ito_now_ns() + (uint64_t)left;
-    return 0;
-}
-
-int ito__posix_deadline_ts(clockid_t clock, const struct timespec *abstime, struct timespec *mono)
-{
-    uint64_t d;
-    int e = ito__posix_deadline(clock, abstime, &d);
-    if (e)
-        return e;
-    mono->tv_sec = (time_t)(d / 1000000000u);
-    mono->tv_nsec = (long)(d % 1000000000u);
     return 0;
 }
 
@@ -464,6 +471,13 @@ static _Noreturn void finish(struct ito__pthread *pt, void *result)
 ITO_POSIX_API _Noreturn void pthread_exit(void *result)
 {
     ito__posix_ensure();
+    if (!ito__thread_self()) {
+        /* A kernel thread ito did not create (the C library's own helper
+         * threads, C11 threads): its exit is the C library's. */
+        void (*libc_exit)(void *) = (void (*)(void *))ito__libc_symbol("pthread_exit", "GLIBC_2.2.5");
+        libc_exit(result);
+        __builtin_unreachable();
+    }
     struct ito__pthread *pt = ito__pthread_self();
     if (pt && pt->cleanup) {
         pt->result = result;
@@ -498,7 +512,8 @@ static int join(pthread_t th, void **result, bool try, clockid_t clock, const st
             ito_mutex_lock(&pt->exit_lock);
             struct timespec ts = { (time_t)(deadline / 1000000000u), (long)(deadline % 1000000000u) };
             while (!atomic_load(&pt->exited) && !e)
-                e = ito_cond_timedwait(&pt->exit_cond, &pt->exit_lock, &ts);
+                e = deadline ? ito_cond_timedwait(&pt->exit_cond, &pt->exit_lock, &ts)
+                             : ito_cond_wait(&pt->exit_cond, &pt->exit_lock);
             ito_mutex_unlock(&pt->exit_lock);
             atomic_fetch_sub(&pt->timed_joiners, 1);
         }
@@ -518,6 +533,14 @@ static int join(pthread_t th, void **result, bool try, clockid_t clock, const st
         atomic_store_explicit(&self->joining, NULL, memory_order_relaxed);
     if (e)
         return e == ESRCH ? ESRCH : EINVAL;
+    if (pt->user_stack) {
+        /* The caller may free the stack once this returns, but the thread
+         * ends on it: wait for its last switch off it (the RUN reference
+         * goes in the next context's after_resume; acquire pairs with that
+         * release). It is a few instructions away, on a running vproc. */
+        while (atomic_load_explicit(&pt->refs, memory_order_acquire) & ITO__PT_REF_RUN)
+            ito_yield();
+    }
     unref(pt, ITO__PT_REF_ID);
     return 0;
 }

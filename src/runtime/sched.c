@@ -395,7 +395,7 @@ static void switch_out(struct ito__thread *cur, bool gave_way)
 {
     /* A stack without a guard page: an overflow still in progress shows here,
      * before the scheduler's own frames go further down. */
-    if (ITO_UNLIKELY(!(cur->stack.flags & ITO__STACK_GUARDED)) &&
+    if (ITO_UNLIKELY(!(cur->stack.flags & (ITO__STACK_GUARDED | ITO__STACK_CALLER))) &&
         (uintptr_t)ito__arch_sp() < (uintptr_t)cur->stack.lo + ITO__STACK_MARGIN)
         ito__stack_overflowed(cur->stack_size, cur->index, cur->name);
     ito__critical_enter();

@@ -12,6 +12,8 @@ struct ito__vproc;
 enum {
     ITO__STACK_GUARDED = 1u << 0,   /* a PROT_NONE page sits just below lo */
     ITO__STACK_POOLED = 1u << 1,    /* belongs to ito's pools (else: not ours, e.g. main's) */
+    ITO__STACK_CALLER = 1u << 2,    /* the caller's (pthread_attr_setstack): no margin is ours
+                                       to police, and the caller frees it after the join */
 };
 
 struct ito__stack {

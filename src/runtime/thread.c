@@ -241,8 +241,9 @@ int ito__spawn(uint64_t *id_out, const ito_attr_t *attr, void *(*fn)(void *), vo
     t->fpctl = ito__arch_fpctl();   /* POSIX: a thread inherits its creator's FP environment */
     t->stack_size = stack_size;
     if (ITO_UNLIKELY(x && x->stack_lo)) {
-        t->stack.lo = x->stack_lo;   /* flags 0: not pooled, no guard page of ours */
+        t->stack.lo = x->stack_lo;   /* not pooled, no guard page of ours */
         t->stack.size = x->stack_size;
+        t->stack.flags = ITO__STACK_CALLER;
         t->stack_size = x->stack_size;
     }
     if (ITO_UNLIKELY(name && name[0]))
