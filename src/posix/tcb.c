@@ -200,8 +200,6 @@ uintptr_t ito__tcb_create(void *self)
     return tp;
 }
 
-void ito__tcb_fill_block(uintptr_t tp, const void *arg);
-
 void ito__tcb_reset(uintptr_t tp)
 {
     void *self = ito__tcb_self_of(tp);

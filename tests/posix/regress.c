@@ -23,17 +23,24 @@ static void *spin_a_little(void *arg)
     return arg;
 }
 
+/* A stack of `size` bytes mapped here, set in a new attribute *a. */
+static void *caller_stack(pthread_attr_t *a, size_t size)
+{
+    void *stack = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHECK(stack != MAP_FAILED);
+    OK(pthread_attr_init(a));
+    OK(pthread_attr_setstack(a, stack, size));
+    return stack;
+}
+
 /* The thread ends on the caller's stack; once pthread_join returns, the
  * caller may unmap it. */
 static void case_caller_stack_freed_after_join(void)
 {
     size_t size = 64 * 1024;
     for (int i = 0; i < 2000; i++) {
-        void *stack = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        CHECK(stack != MAP_FAILED);
         pthread_attr_t a;
-        OK(pthread_attr_init(&a));
-        OK(pthread_attr_setstack(&a, stack, size));
+        void *stack = caller_stack(&a, size);
         pthread_t t;
         void *r;
         OK(pthread_create(&t, &a, spin_a_little, (void *)(intptr_t)(i % 64 * 50)));
@@ -48,11 +55,8 @@ static void case_caller_stack_freed_after_join(void)
 static void case_smallest_caller_stack(void)
 {
     size_t size = PTHREAD_STACK_MIN;
-    void *stack = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    CHECK(stack != MAP_FAILED);
     pthread_attr_t a;
-    OK(pthread_attr_init(&a));
-    OK(pthread_attr_setstack(&a, stack, size));
+    void *stack = caller_stack(&a, size);
     pthread_t t;
     void *r;
     OK(pthread_create(&t, &a, spin_a_little, (void *)(intptr_t)10));
