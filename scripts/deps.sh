@@ -9,9 +9,10 @@ what=${1:-build}
 
 pkgs="cmake ninja-build gcc make pkg-config liburing-dev libhwloc-dev"
 case "$what" in
-  # Unmodified programs that libito-pthread runs (tests/posix/programs.sh,
+  # g++: tests/posix/cxx_unwind.cpp. Unmodified programs that libito-pthread
+  # runs (tests/posix/programs.sh,
   # bench/experiments/programs.py).
-  test) pkgs="$pkgs valgrind gdb python3 binutils pigz xz-utils zstd redis-server redis-tools" ;;
+  test) pkgs="$pkgs g++ valgrind gdb python3 binutils pigz xz-utils zstd redis-server redis-tools" ;;
   run)  pkgs="$pkgs python3 python3-matplotlib pigz xz-utils zstd redis-server redis-tools" ;;
 esac
 

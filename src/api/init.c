@@ -73,7 +73,7 @@ static void fill_hooks(void)
     ito__hooks.rescue = ito__revoke_rescue;
     ito__hooks.repin = ito__revoke_repin;
     ito__hooks.forked = ito__weight_forked;
-    /* tp_new and tp_done are the posix layer's (src/posix/tcb.c), if any. */
+    /* tp_new, tp_done and preempted_resume are the posix layer's (src/posix), if any. */
     ito__arch_tp_init();
 }
 

@@ -20,6 +20,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "base/compiler.h"
 
@@ -34,6 +35,10 @@ int ito__libc_pthread_mutex_lock(pthread_mutex_t *m);
 int ito__libc_pthread_mutex_unlock(pthread_mutex_t *m);
 int ito__libc_pthread_once(pthread_once_t *once, void (*fn)(void));
 int ito__libc_sched_yield(void);
+int ito__libc_nanosleep(const struct timespec *req, struct timespec *rem);
+int ito__libc_clock_nanosleep(clockid_t clock, int flags, const struct timespec *req, struct timespec *rem);
+int ito__libc_usleep(useconds_t us);
+unsigned ito__libc_sleep(unsigned s);
 #else
 /* libito.so defines none of these: the names are the C library's (or, in a
  * sanitizer build, the sanitizer's, which must see every thread). */
@@ -53,6 +58,13 @@ static inline int ito__libc_pthread_mutex_lock(pthread_mutex_t *m) { return pthr
 static inline int ito__libc_pthread_mutex_unlock(pthread_mutex_t *m) { return pthread_mutex_unlock(m); }
 static inline int ito__libc_pthread_once(pthread_once_t *once, void (*fn)(void)) { return pthread_once(once, fn); }
 static inline int ito__libc_sched_yield(void) { return sched_yield(); }
+static inline int ito__libc_nanosleep(const struct timespec *req, struct timespec *rem) { return nanosleep(req, rem); }
+static inline int ito__libc_clock_nanosleep(clockid_t clock, int flags, const struct timespec *req, struct timespec *rem)
+{
+    return clock_nanosleep(clock, flags, req, rem);
+}
+static inline int ito__libc_usleep(useconds_t us) { return usleep(us); }
+static inline unsigned ito__libc_sleep(unsigned s) { return sleep(s); }
 #endif
 
 /* Any other C-library function by name and symbol version (e.g.

@@ -112,10 +112,18 @@ static int wait(pthread_cond_t *uc, pthread_mutex_t *um, uint64_t deadline)
     uintptr_t self = ito__owner_self();
     if ((atomic_load_explicit(&m->word, memory_order_relaxed) & ~ITO__MUTEX_WAITERS) != self)
         return EPERM;
+    /* A cancellation point: a request made already acts here, with the
+     * mutex held; one made during the wait interrupts it, and acts once the
+     * mutex is taken back (the cleanup handlers find it locked, as POSIX
+     * says). Only the wait on the condition is interruptible, not the
+     * relock. */
+    void *cp = ito__posix_cp_enter();
     struct ito__waiter local;
     struct ito__waiter *w = ito__cond_wait_begin(&c->c, &local, deadline);
-    if (!w)
+    if (!w) {
+        ito__posix_cp_leave(cp, 0);
         return EINVAL;
+    }
     /* A recursive mutex is released whole and its count given back; a
      * robust one's state bits stay with the mutex (an inconsistent one
      * released here becomes unrecoverable, as in glibc). */
@@ -123,10 +131,13 @@ static int wait(pthread_cond_t *uc, pthread_mutex_t *um, uint64_t deadline)
     m->count &= ~ITO__PMUTEX_COUNT_MAX;
     ito__pmutex_unlock(m);
     int r = ito__cond_wait_end(&c->c, w);
+    ito__posix_cp_end(cp);
     int e = ito__pmutex_lock(m, 0);
     if (e && e != EOWNERDEAD)
         return e;
     m->count |= count;
+    if (ito__posix_cp_check(r) == EINTR)
+        r = 0;   /* no request behind it: a spurious wake-up, which POSIX allows */
     return e ? e : r;
 }
 

@@ -38,10 +38,13 @@ struct ito__pthread {
     _Atomic bool exited;
     _Atomic int timed_joiners;
     struct ito__pthread *_Atomic joining;   /* the thread it is joining (EDEADLK on a cycle) */
-    /* pthread_cleanup_push of C code (__pthread_register_cancel): a list
-     * through the callers' buffers. */
-    void *cleanup;
-    void *result;                   /* pthread_exit's value, while the cleanup handlers run */
+    /* Exit and cancellation (posix/cancel.c). */
+    bool cancellable;               /* runs above a frame that unwinding ends in (thread.c) */
+    bool exiting;                   /* pthread_exit: `result` is its value, not PTHREAD_CANCELED */
+    void *result;
+    _Atomic bool cancel_signal;     /* the cancellation signal sent to its carrier is for it */
+    bool cancel_listed;             /* on the list of requests not acted on (pending_lock) */
+    struct ito__pthread *cancel_next;
     void **robust;                  /* the robust mutexes it holds (their addresses) */
     size_t nrobust, robust_cap;
     /* Attributes it was created with, for pthread_getattr_np. */
@@ -94,6 +97,25 @@ int ito__posix_deadline(clockid_t clock, const struct timespec *abstime, uint64_
 struct sched_param;
 int ito__posix_priority(int policy, int prio);
 int ito__posix_check_sched(int policy, const struct sched_param *p);
+
+/* Cancellation (posix/cancel.c). Once, at the start: find the C library's
+ * cancellation word. */
+void ito__posix_cancel_init(void);
+/* A thread is ending (cancelled or not): no request may act on it now. */
+void ito__posix_cancel_exit(struct ito__pthread *pt);
+/* pthread_cancel has been called in this process. */
+extern bool ito__posix_cancel_used;
+/* Around a wait that is a cancellation point: enter acts on a request
+ * already made and makes the wait interruptible; leave, given the wait's
+ * result, acts on a request that interrupted it (EINTR). If leave returns
+ * EINTR, no request was behind it: wait again, or report a spurious wake. */
+void *ito__posix_cp_enter(void);
+int ito__posix_cp_leave(void *token, int r);
+/* leave in two halves, for a wait that must do something between them (a
+ * condition wait takes its mutex back): end makes waits uninterruptible
+ * again, check acts on EINTR. */
+void ito__posix_cp_end(void *token);
+int ito__posix_cp_check(int r);
 
 /* Say once, on stderr, that `what` is not supported and why. */
 void ito__posix_unsupported(const char *what, const char *why);

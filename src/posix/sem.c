@@ -92,12 +92,23 @@ ITO_POSIX_API int sem_destroy(sem_t *s)
     return ret(ito_sem_destroy(IS(s)));
 }
 
+/* ito_sem_wait or ito_sem_timedwait as a cancellation point. */
+static int cancellable(sem_t *s, const struct timespec *mono)
+{
+    for (;;) {
+        void *cp = ito__posix_cp_enter();
+        int r = ito__posix_cp_leave(cp, mono ? ito_sem_timedwait(IS(s), mono) : ito_sem_wait(IS(s)));
+        if (r != EINTR)
+            return r;   /* (EINTR: interrupted with no request behind it; wait on) */
+    }
+}
+
 ITO_POSIX_API int sem_wait(sem_t *s)
 {
     ito__posix_ensure();
     if (!ours(s))
         return LIBC(wait)(s);
-    return ret(ito_sem_wait(IS(s)));
+    return ret(cancellable(s, NULL));
 }
 
 ITO_POSIX_API int sem_trywait(sem_t *s)
@@ -118,9 +129,9 @@ static int timedwait(sem_t *s, clockid_t clock, const struct timespec *abstime)
     if (e)
         return ret(e);
     if (!d)
-        return ret(ito_sem_wait(IS(s)));   /* a century or more ahead */
+        return ret(cancellable(s, NULL));   /* a century or more ahead */
     struct timespec mono = { (time_t)(d / 1000000000u), (long)(d % 1000000000u) };
-    return ret(ito_sem_timedwait(IS(s), &mono));
+    return ret(cancellable(s, &mono));
 }
 
 ITO_POSIX_API int sem_timedwait(sem_t *s, const struct timespec *abstime)

@@ -76,6 +76,7 @@ static void *(*allocate_tls)(void *);
 static void (*deallocate_tls)(void *, bool);
 static void (*call_tls_dtors)(void);
 static long tid_offset = -1;      /* struct pthread's tid (libthread_db's descriptor) */
+static long cancel_offset = -1;   /* struct pthread's cancelhandling (likewise) */
 static long rseq_offset;          /* the rseq area, relative to the thread pointer; 0: none */
 static long resp_offset;          /* the resolver state pointer (__resp); 0: not found */
 static intptr_t libc_block;       /* the C library's static TLS block: tp + libc_block ... */
@@ -133,6 +134,9 @@ int ito__tcb_init(void)
     const uint32_t *tid_desc = dlvsym(RTLD_DEFAULT, "_thread_db_pthread_tid", "GLIBC_PRIVATE");
     if (tid_desc && tid_desc[0] == 32)   /* { bits, count, offset } */
         tid_offset = tid_desc[2];
+    const uint32_t *cancel_desc = dlvsym(RTLD_DEFAULT, "_thread_db_pthread_cancelhandling", "GLIBC_PRIVATE");
+    if (cancel_desc && cancel_desc[0] == 32)
+        cancel_offset = cancel_desc[2];
     const long *rseq = dlsym(RTLD_DEFAULT, "__rseq_offset");
     if (rseq)
         rseq_offset = *rseq;
@@ -163,6 +167,8 @@ static void fill(uintptr_t tp, void *self)
     *(uintptr_t *)(tp + TCB_SELF_TCB) = tp;
     *(uintptr_t *)(tp + TCB_SELF) = tp;
     *(int *)(tp + TCB_MULTIPLE_THREADS) = 1;
+    if (cancel_offset >= 0)
+        *(int *)(tp + cancel_offset) = 0;   /* enabled, deferred, not cancelled (posix/cancel.c) */
     *(uintptr_t *)(tp + TCB_STACK_GUARD) = *(uintptr_t *)(cur + TCB_STACK_GUARD);
     *(uintptr_t *)(tp + TCB_POINTER_GUARD) = *(uintptr_t *)(cur + TCB_POINTER_GUARD);
     *(uint32_t *)(tp + TCB_FEATURE_1) = *(uint32_t *)(cur + TCB_FEATURE_1);
@@ -230,6 +236,17 @@ void ito__tcb_fill_block(uintptr_t tp, const void *arg)
 }
 
 void ito__tcb_adopt(void *self) { tcb_self = self; }
+
+uintptr_t ito__tcb_mangle(uintptr_t p)
+{
+    p ^= *(uintptr_t *)(ito__arch_thread_pointer() + TCB_POINTER_GUARD);
+    return p << 17 | p >> 47;   /* glibc's PTR_MANGLE on x86-64: xor, then rotate left by 17 */
+}
+
+_Atomic int *ito__tcb_cancelhandling(uintptr_t tp)
+{
+    return cancel_offset >= 0 ? (_Atomic int *)(tp + cancel_offset) : NULL;
+}
 
 void *ito__tcb_self_of(uintptr_t tp)
 {

@@ -26,6 +26,16 @@ void ito__tcb_reset(uintptr_t tp);
 /* The calling thread (the initial one) is `self`'s. */
 void ito__tcb_adopt(void *self);
 
+/* The C library's cancellation word in tp's descriptor (posix/cancel.c);
+ * NULL if the C library does not say where it is. */
+_Atomic int *ito__tcb_cancelhandling(uintptr_t tp);
+
+/* A code address as the C library's setjmp stores it in a jmp_buf (pointer
+ * mangling with the process's pointer guard), and where it stores the
+ * program counter (x86-64: JB_PC). */
+uintptr_t ito__tcb_mangle(uintptr_t p);
+#define ITO__TCB_JMPBUF_PC 7
+
 /* The slot libito-pthread keeps in every thread pointer (tcb.c). */
 void *ito__tcb_self_of(uintptr_t tp);
 

@@ -17,11 +17,15 @@
  * freed). The initial thread keeps glibc's own thread pointer and is never
  * pooled.
  *
- * Exit. pthread_exit runs the cleanup handlers that C code pushed
- * (__pthread_register_cancel: each handler is entered by a longjmp into the
- * frame that pushed it, and comes back through __pthread_unwind_next), then
- * C++ thread_local destructors, then the key destructors, then tells
- * timed joiners, then ends the ito thread.
+ * Exit. A thread starts in a frame (`start`) whose buffer the C library's
+ * forced unwinding ends in, as its own threads' do: pthread_exit is the C
+ * library's, which unwinds the stack (C++ destructors, the handlers of
+ * pthread_cleanup_push, which are the C library's too) down to that frame;
+ * so does cancellation (cancel.c). Then, as on a return from the start
+ * routine: C++ thread_local destructors, the key destructors, robust
+ * mutexes still held, timed joiners, and the end of the ito thread. The
+ * initial thread's buffer is the C library's, in the frame that called
+ * main; its jump is pointed at main_unwound.
  *
  * Start. ito starts the first time the POSIX face needs it (a thread is
  * created, or any ito object is used): a program that never makes a thread
@@ -40,6 +44,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "api/cond.h"
+#include "arch.h"
 #include "base/libc.h"
 #include "base/panic.h"
 #include "posix/posix.h"
@@ -53,6 +59,8 @@
 
 static struct ito__pthread main_thread = { .main = true };
 static bool tcb_ready;                 /* ito__tcb_init succeeded */
+static void (*libc_register_cancel)(__pthread_unwind_buf_t *);
+static void (*libc_pthread_exit)(void *);   /* does not return */
 
 /* ------------------------------------------------------------------ pool */
 
@@ -114,7 +122,8 @@ static struct ito__pthread *pool_get(uint32_t refs)
     atomic_store_explicit(&pt->exited, false, memory_order_relaxed);
     atomic_store_explicit(&pt->timed_joiners, 0, memory_order_relaxed);
     atomic_store_explicit(&pt->joining, NULL, memory_order_relaxed);
-    pt->cleanup = NULL;
+    pt->cancellable = pt->exiting = pt->cancel_listed = false;
+    atomic_store_explicit(&pt->cancel_signal, false, memory_order_relaxed);
     pt->nrobust = 0;
     pt->stack_addr = NULL;
     pt->stack_size = pt->guard_size = 0;
@@ -145,11 +154,51 @@ static void hook_tp_done(uintptr_t tp) { unref(ito__tcb_self_of(tp), ITO__PT_REF
 
 /* ----------------------------------------------------------------- start */
 
+static _Noreturn void finish(struct ito__pthread *pt, void *result);
+
+/* Where the initial thread's forced unwinding ends (pthread_exit or
+ * cancellation): on its stack, where the C library's frame that called main
+ * was. Entered by a jump with the stack pointer that frame had, so it
+ * realigns the stack itself. */
+__attribute__((force_align_arg_pointer)) static _Noreturn void main_unwound(void)
+{
+    finish(&main_thread, main_thread.exiting ? main_thread.result : PTHREAD_CANCELED);
+}
+
+/* The C library ends the initial thread's unwinding in the buffer of the
+ * frame that called main, then ends the kernel thread (or the process).
+ * Find that buffer — the last of the list a buffer registered now would
+ * start (the others are pthread_cleanup_push's, if main has pushed any) —
+ * and point its jump at main_unwound; the saved stack pointer stays. On the
+ * initial thread, once main runs (before it, in a library constructor, the
+ * list is empty: then again later). */
+static void redirect_main_unwinding(void)
+{
+    if (main_thread.cancellable)
+        return;
+    void (*unregister)(__pthread_unwind_buf_t *) = (void (*)(__pthread_unwind_buf_t *))ito__libc_symbol(
+        "__pthread_unregister_cancel", "GLIBC_2.3.3");
+    __pthread_unwind_buf_t probe;
+    libc_register_cancel(&probe);
+    __pthread_unwind_buf_t *bottom = probe.__pad[0];   /* priv.data.prev */
+    unregister(&probe);
+    if (!bottom)
+        return;
+    while (bottom->__pad[0])
+        bottom = bottom->__pad[0];
+    bottom->__cancel_jmp_buf[0].__cancel_jmp_buf[ITO__TCB_JMPBUF_PC] = (long)ito__tcb_mangle((uintptr_t)main_unwound);
+    main_thread.cancellable = true;
+}
+
 static void posix_init_once(void)
 {
     if (ito__tcb_init() != 0)
         return;
     tcb_ready = true;
+    libc_register_cancel = (void (*)(__pthread_unwind_buf_t *))ito__libc_symbol("__pthread_register_cancel",
+                                                                                  "GLIBC_2.3.3");
+    libc_pthread_exit = (void (*)(void *))ito__libc_symbol("pthread_exit", "GLIBC_2.2.5");
+    ito__posix_cancel_init();
     main_thread.tp = ito__arch_thread_pointer();
     atomic_store_explicit(&main_thread.refs, ITO__PT_REF_ID, memory_order_relaxed);
     ito_mutex_init(&main_thread.exit_lock);
@@ -244,8 +293,10 @@ int ito__posix_start(void)
     starting = false;
     if (n <= 0)
         return EAGAIN;
-    if (ito_thread_equal(main_thread.id, ITO_THREAD_NULL) && ito__pthread_self() == &main_thread)
+    if (ito_thread_equal(main_thread.id, ITO_THREAD_NULL) && ito__pthread_self() == &main_thread) {
         main_thread.id = ito_self();   /* ito adopted it */
+        redirect_main_unwinding();
+    }
     __atomic_store_n(&ito__posix_started, true, __ATOMIC_RELEASE);
     return 0;
 }
@@ -289,13 +340,19 @@ void ito__posix_unsupported(const char *what, const char *why)
 
 /* -------------------------------------------------------------- create */
 
-static _Noreturn void finish(struct ito__pthread *pt, void *result);
-
 static void *start(void *arg)
 {
     struct ito__pthread *pt = arg;
     ito__tcb_thread_start(pt->reused);
-    finish(pt, pt->fn(pt->arg));
+    /* The frame unwinding ends in (pthread_exit, cancellation), as the C
+     * library's start_thread has it. */
+    __pthread_unwind_buf_t top;
+    if (__sigsetjmp_cancel(top.__cancel_jmp_buf, 0) == 0) {
+        libc_register_cancel(&top);
+        finish(pt, pt->fn(pt->arg));
+    }
+    pt = ito__pthread_self();   /* (not kept in a register across the jump) */
+    finish(pt, pt->exiting ? pt->result : PTHREAD_CANCELED);
 }
 
 ITO_POSIX_API int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
@@ -363,6 +420,7 @@ ITO_POSIX_API int pthread_create(pthread_t *th, const pthread_attr_t *attr, void
     pt->guard_size = stack_addr ? 0 : guard;
     pt->sched_policy = policy;
     pt->sched_priority = param.sched_priority;
+    pt->cancellable = true;   /* (start registers its frame before any of the thread's code) */
     x.tp = pt->tp;
     *th = (pthread_t)pt->tp;   /* before it can run (POSIX; programs rely on it) */
     e = ito__spawn(&pt->id.id, &ia, start, pt, 0, &x);
@@ -374,52 +432,6 @@ ITO_POSIX_API int pthread_create(pthread_t *th, const pthread_attr_t *attr, void
 }
 
 /* ---------------------------------------------------------------- exit */
-
-struct unwind_buf {                    /* glibc's struct pthread_unwind_buf */
-    struct {
-        __jmp_buf jmp_buf;
-        int mask_was_saved;
-    } cancel_jmp_buf[1];
-    void *prev;                        /* priv.data.prev: the list */
-    void *pad[3];
-};
-
-ITO_POSIX_API void __pthread_register_cancel(__pthread_unwind_buf_t *buf)
-{
-    struct ito__pthread *pt = ito__pthread_self();
-    struct unwind_buf *b = (struct unwind_buf *)buf;
-    b->prev = pt ? pt->cleanup : NULL;
-    if (pt)
-        pt->cleanup = b;
-}
-
-ITO_POSIX_API void __pthread_unregister_cancel(__pthread_unwind_buf_t *buf)
-{
-    struct ito__pthread *pt = ito__pthread_self();
-    if (pt)
-        pt->cleanup = ((struct unwind_buf *)buf)->prev;
-}
-
-static _Noreturn void unwind_next(struct ito__pthread *pt)
-{
-    struct unwind_buf *b = pt->cleanup;
-    pt->cleanup = b->prev;
-    /* Back into the frame of pthread_cleanup_push, which runs the handler
-     * and calls __pthread_unwind_next. */
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wstringop-overflow"   /* a sigjmp_buf without its saved mask */
-    siglongjmp((struct __jmp_buf_tag *)(void *)b->cancel_jmp_buf, 1);
-#pragma GCC diagnostic pop
-}
-
-ITO_POSIX_API _Noreturn void __pthread_unwind_next(__pthread_unwind_buf_t *buf)
-{
-    struct ito__pthread *pt = ito__pthread_self();
-    (void)buf;
-    if (pt && pt->cleanup)
-        unwind_next(pt);
-    finish(pt, pt ? pt->result : NULL);
-}
 
 void ito__pthread_robust_add(void *m)
 {
@@ -451,6 +463,8 @@ void ito__pthread_robust_remove(void *m)
 
 static _Noreturn void finish(struct ito__pthread *pt, void *result)
 {
+    if (pt)
+        ito__posix_cancel_exit(pt);   /* first: no cancellation acts in what follows */
     ito__tcb_thread_exit();
     struct ito__thread *t = ito__thread_self();
     if (ito__keys_any(t))
@@ -479,14 +493,45 @@ ITO_POSIX_API _Noreturn void pthread_exit(void *result)
         __builtin_unreachable();
     }
     struct ito__pthread *pt = ito__pthread_self();
-    if (pt && pt->cleanup) {
+    if (pt == &main_thread)
+        redirect_main_unwinding();   /* (if ito started before main) */
+    if (pt && pt->cancellable) {
         pt->result = result;
-        unwind_next(pt);
+        pt->exiting = true;
+        libc_pthread_exit(result);   /* unwinds to start or main_unwound */
+        __builtin_unreachable();
     }
     finish(pt, result);
 }
 
 /* ---------------------------------------------------------------- join */
+
+/* Wait until pt has exited (0), or the deadline (ETIMEDOUT); a
+ * cancellation point. The exiting thread sets `exited`, then broadcasts
+ * exit_cond under exit_lock if it sees timed_joiners. */
+static int wait_exit(struct ito__pthread *pt, uint64_t deadline)
+{
+    struct ito__cond *c = (struct ito__cond *)&pt->exit_cond;
+    atomic_fetch_add(&pt->timed_joiners, 1);   /* (one left over if cancelled: a needless broadcast) */
+    int e = 0;
+    for (;;) {
+        void *cp = ito__posix_cp_enter();   /* may unwind: holds no lock here */
+        ito_mutex_lock(&pt->exit_lock);
+        if (atomic_load(&pt->exited) || e) {
+            ito_mutex_unlock(&pt->exit_lock);
+            ito__posix_cp_leave(cp, 0);
+            break;
+        }
+        struct ito__waiter local;
+        struct ito__waiter *w = ito__cond_wait_begin(c, &local, deadline);
+        ito_mutex_unlock(&pt->exit_lock);
+        int r = ito__posix_cp_leave(cp, ito__cond_wait_end(c, w));
+        if (r == ETIMEDOUT)
+            e = r;   /* (exited meanwhile? the loop looks once more) */
+    }
+    atomic_fetch_sub(&pt->timed_joiners, 1);
+    return atomic_load(&pt->exited) ? 0 : e;
+}
 
 static int join(pthread_t th, void **result, bool try, clockid_t clock, const struct timespec *abstime)
 {
@@ -497,26 +542,20 @@ static int join(pthread_t th, void **result, bool try, clockid_t clock, const st
         return EDEADLK;
     if (atomic_load_explicit(&pt->detached, memory_order_relaxed))
         return EINVAL;
-    if (try || abstime) {
+    if (try) {
+        if (!atomic_load(&pt->exited))
+            return EBUSY;
+    } else if (abstime || (self && __atomic_load_n(&ito__posix_cancel_used, __ATOMIC_RELAXED))) {
+        /* A deadline, or a join that a cancellation may have to interrupt
+         * (ito_join cannot be): wait for the exit on the thread's condition
+         * first. A program that never cancels joins the quick way below. */
         uint64_t deadline = 0;
         if (abstime) {
             int e = ito__posix_deadline(clock, abstime, &deadline);
             if (e)
                 return e;
         }
-        int e = 0;
-        if (try) {
-            e = atomic_load(&pt->exited) ? 0 : EBUSY;
-        } else {
-            atomic_fetch_add(&pt->timed_joiners, 1);
-            ito_mutex_lock(&pt->exit_lock);
-            struct timespec ts = { (time_t)(deadline / 1000000000u), (long)(deadline % 1000000000u) };
-            while (!atomic_load(&pt->exited) && !e)
-                e = deadline ? ito_cond_timedwait(&pt->exit_cond, &pt->exit_lock, &ts)
-                             : ito_cond_wait(&pt->exit_cond, &pt->exit_lock);
-            ito_mutex_unlock(&pt->exit_lock);
-            atomic_fetch_sub(&pt->timed_joiners, 1);
-        }
+        int e = wait_exit(pt, deadline);
         if (e)
             return e;
     }

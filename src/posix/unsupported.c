@@ -3,15 +3,13 @@
  * What the POSIX face does not do yet, said loudly.
  *
  * Each of these has a meaning on ito threads that needs work of its own:
- * cancellation (cancellation points in every blocking call, unwinding),
  * per-thread signal masks and signals sent to one thread (the carrier's mask
  * is not the thread's), a thread's CPU-time clock (ito does not account
  * time per thread), moving one thread to a set of CPUs. The C library's
  * versions would act on the kernel thread that happens to carry the caller
  * — silently wrong — so each fails with ENOSYS and says so once on stderr.
- * What needs no work is done: cancellation state and type are recorded
- * (nothing can be cancelled, so nothing acts on them), a signal 0 tells
- * whether a thread exists, a thread's CPU set is the process's.
+ * What needs no work is done: a signal 0 tells whether a thread exists, a
+ * thread's CPU set is the process's.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -28,35 +26,6 @@
             ito__posix_unsupported(what, why);                                          \
         return ENOSYS;                                                                  \
     } while (0)
-
-ITO_POSIX_API int pthread_cancel(pthread_t th)
-{
-    UNSUPPORTED("pthread_cancel", "cancellation of ito threads is not implemented");
-}
-
-static __thread int cancel_state, cancel_type;
-
-ITO_POSIX_API int pthread_setcancelstate(int state, int *old)
-{
-    if (state != PTHREAD_CANCEL_ENABLE && state != PTHREAD_CANCEL_DISABLE)
-        return EINVAL;
-    if (old)
-        *old = cancel_state;
-    cancel_state = state;
-    return 0;
-}
-
-ITO_POSIX_API int pthread_setcanceltype(int type, int *old)
-{
-    if (type != PTHREAD_CANCEL_DEFERRED && type != PTHREAD_CANCEL_ASYNCHRONOUS)
-        return EINVAL;
-    if (old)
-        *old = cancel_type;
-    cancel_type = type;
-    return 0;
-}
-
-ITO_POSIX_API void pthread_testcancel(void) {}
 
 ITO_POSIX_API int pthread_kill(pthread_t th, int sig)
 {

@@ -134,6 +134,7 @@ void ito__thread_free(struct ito__vproc *vp, struct ito__thread *t)
     t->data = NULL;
     __atomic_store_n(&t->group, NULL, __ATOMIC_RELAXED);
     t->name[0] = 0;
+    t->interruptible = false;
     t->asan_fake_stack = NULL;
     t->tsan_fiber = NULL;
     ito__spin_unlock(&t->lk);

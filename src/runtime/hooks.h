@@ -51,6 +51,12 @@ struct ito__hooks {
     uintptr_t (*tp_new)(void);      /* one for a thread spawned without one (0: out of memory) */
     void (*tp_done)(uintptr_t tp);  /* no context runs on tp any more (its thread exited and
                                        switched off it) */
+
+    /* posix/cancel.c: a thread that the tick switched out runs again, still
+     * in the tick's handler, at depth 0 (upcall/preempt.c). Asynchronous
+     * cancellation acts there on a thread that was not running when it was
+     * requested. Set by the posix layer before ito starts. */
+    void (*preempted_resume)(void);
 };
 
 extern struct ito__hooks ito__hooks;

@@ -6,6 +6,7 @@
 #include <ito.h>
 
 #include "base/clock.h"
+#include "base/libc.h"
 #include "runtime/runtime.h"
 #include "runtime/thread.h"
 #include "runtime/wait.h"
@@ -20,7 +21,7 @@ int ito__sleep_ns(uint64_t ns)
     if (!self) {
         /* A foreign kernel thread sleeps in the kernel, through signals. */
         struct timespec ts = { (time_t)(deadline / 1000000000u), (long)(deadline % 1000000000u) };
-        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+        while (ito__libc_clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
             ;
         return 0;
     }
@@ -28,8 +29,13 @@ int ito__sleep_ns(uint64_t ns)
         ito__yield();
         return 0;
     }
+    ito__sleep_until(deadline);
+    return 0;
+}
+
+int ito__sleep_until(uint64_t deadline)
+{
     struct ito__waiter *w = ito__waiter_init(NULL);
     ito__wait_begin(w, deadline, NULL, NULL);
-    ito__wait_end(w, NULL, NULL);
-    return 0;
+    return ito__wait_end(w, NULL, NULL) == EINTR ? EINTR : 0;
 }

@@ -517,7 +517,7 @@ static void wait_stopped(struct ito__thread *t, uint64_t id)
             if (ito__thread_self())
                 ito__sleep_ns(20000);
             else
-                nanosleep(&ts, NULL);
+                ito__libc_nanosleep(&ts, NULL);
         }
     }
 }

@@ -111,6 +111,7 @@ struct ito__thread {
     ito__spinlock lk;                 /* exit_waiters, suspend/resume/set_entry, handle ops */
     struct ito__waitq exit_waiters;   /* joiners, future touchers (lk) */
     struct ito__waiter wait;          /* this thread's waiter record */
+    bool interruptible;               /* its next waits may be interrupted (wait.h; posix) */
 
     /* --- user data --- */
     void *data;                       /* ito_set_data */
@@ -229,6 +230,9 @@ int ito__detach(ito_thread_t th);
 void ito__yield(void);
 ito_thread_t ito__self(void);
 int ito__sleep_ns(uint64_t ns);
+/* The calling ito thread sleeps until `deadline` (CLOCK_MONOTONIC ns; 0:
+ * for ever): 0, or EINTR if ito__wait_interrupt ended it first. */
+int ito__sleep_until(uint64_t deadline);
 /* Wait until t has exited (t must be pinned: joined, or a touched future). MAY SWITCH. */
 void ito__thread_wait_exit(struct ito__thread *t);
 /* inline.c: running a joined thread that has not started on the joiner's stack */

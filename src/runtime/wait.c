@@ -4,6 +4,8 @@
 
 #include <errno.h>
 
+#include "runtime/critical.h"
+
 #include "base/futex.h"
 #include "base/panic.h"
 #include "runtime/runtime.h"
@@ -35,17 +37,20 @@ void ito__wait_begin(struct ito__waiter *w, uint64_t deadline, ito__spinlock *lo
         deadline = 0;   /* saturated far future (ito__timespec_to_ns): never */
     w->timed = deadline != 0;
     w->deadline = deadline;
-    w->lock = lock;
-    w->queue = q;
+    atomic_store_explicit(&w->lock, lock, memory_order_relaxed);
+    atomic_store_explicit(&w->queue, q, memory_order_relaxed);
     if (!t)
         return;
+    atomic_store_explicit(&w->interruptible, t->interruptible, memory_order_relaxed);
     /* From BLOCKED to the switch in ito__wait_end, one critical section: a
      * thread leaves RUNNING only inside the section that switches it out
      * (runtime/critical.h). */
     ito__critical_enter();
     /* A new wait number: timer entries of earlier waits cannot end this one. */
     uint64_t seq = (atomic_load_explicit(&w->state, memory_order_relaxed) >> 2) + 1;
-    atomic_store_explicit(&w->state, seq << 2 | ITO__WAIT_WAITING, memory_order_relaxed);
+    /* Release: an interrupter that reads this state (acquire) sees the lock,
+     * queue and interruptible of this wait. */
+    atomic_store_explicit(&w->state, seq << 2 | ITO__WAIT_WAITING, memory_order_release);
     ito__thread_set_state(t, ITO__TS_RUNNING, ITO__TS_BLOCKED);
     if (deadline && ito__timer_arm(t->vp, deadline, t, seq) != 0)
         ito__panic("out of memory while arming a timer for a timed wait");
@@ -71,8 +76,16 @@ int ito__wait_end(struct ito__waiter *w, ito__spinlock *lock, struct ito__waitq 
          * before the thread was made ready, which the vproc that runs it
          * acquired (ito__thread_set_state, ito__claim). */
         uint64_t st = atomic_load_explicit(&w->state, memory_order_relaxed);
-        /* A timeout was unlinked by the timer (ito__wait_timeout). */
-        return (st & ITO__WAIT_MASK) == ITO__WAIT_TIMEDOUT ? ETIMEDOUT : 0;
+        /* A timeout was unlinked by the timer (ito__wait_timeout), an
+         * interruption by its interrupter. */
+        switch (st & ITO__WAIT_MASK) {
+        case ITO__WAIT_TIMEDOUT:
+            return ETIMEDOUT;
+        case ITO__WAIT_INTERRUPTED:
+            return EINTR;
+        default:
+            return 0;
+        }
     }
     /* A foreign kernel thread: sleep in the kernel. */
     for (;;) {
@@ -154,13 +167,56 @@ void ito__wait_timeout(struct ito__thread *t, uint64_t seq)
          * the object's lock comes first in the lock order anyway). A waker
          * that popped it meanwhile has cleared `queued` under the same lock. */
         struct ito__waiter *w = &t->wait;
-        if (w->lock) {
-            ito__spin_lock(w->lock);
+        ito__spinlock *lock = atomic_load_explicit(&w->lock, memory_order_relaxed);
+        if (lock) {
+            ito__spin_lock(lock);
             if (w->queued)
-                ito__waitq_remove(w->queue, w);
-            ito__spin_unlock(w->lock);
+                ito__waitq_remove(atomic_load_explicit(&w->queue, memory_order_relaxed), w);
+            ito__spin_unlock(lock);
         }
         ito__thread_set_state(t, ITO__TS_BLOCKED, ITO__TS_READY);
         ito__ready(t, ITO_READY_WAKE);
     }
+}
+
+bool ito__wait_interrupt(struct ito__thread *t)
+{
+    struct ito__waiter *w = &t->wait;
+    /* Acquire pairs with the release store of WAITING in ito__wait_begin:
+     * the lock, queue and interruptible read next are this wait's, unless it
+     * has ended since — and then the CAS below fails. */
+    uint64_t st = atomic_load_explicit(&w->state, memory_order_acquire);
+    if ((st & ITO__WAIT_MASK) != ITO__WAIT_WAITING || !atomic_load_explicit(&w->interruptible, memory_order_relaxed))
+        return false;
+    ito__spinlock *lock = atomic_load_explicit(&w->lock, memory_order_relaxed);
+    struct ito__waitq *q = atomic_load_explicit(&w->queue, memory_order_relaxed);
+    ito__critical_enter();
+    if (!lock) {
+        /* A sleep: only its timer, which CASes too, could end it. */
+        bool ours = atomic_compare_exchange_strong_explicit(
+            &w->state, &st, (st & ~(uint64_t)ITO__WAIT_MASK) | ITO__WAIT_INTERRUPTED, memory_order_acq_rel,
+            memory_order_relaxed);
+        if (ours) {
+            ito__thread_set_state(t, ITO__TS_BLOCKED, ITO__TS_READY);
+            ito__ready(t, ITO_READY_WAKE);
+        }
+        ito__critical_exit();
+        return ours;
+    }
+    ito__spin_lock(lock);
+    /* Under the object's lock no waker can claim w (they claim under it), so
+     * only a timer may race this CAS. If it succeeds, wait `st` was still on,
+     * and `lock` is its object's. acq_rel: as the timer's. */
+    bool ours = atomic_compare_exchange_strong_explicit(&w->state, &st,
+                                                        (st & ~(uint64_t)ITO__WAIT_MASK) | ITO__WAIT_INTERRUPTED,
+                                                        memory_order_acq_rel, memory_order_relaxed);
+    if (ours && w->queued)
+        ito__waitq_remove(q, w);
+    ito__spin_unlock(lock);
+    if (ours) {
+        ito__thread_set_state(t, ITO__TS_BLOCKED, ITO__TS_READY);
+        ito__ready(t, ITO_READY_WAKE);
+    }
+    ito__critical_exit();
+    return ours;
 }

@@ -36,6 +36,15 @@
  * ito_set_entry); a foreign waiter whose futex wait timed out unlinks its own.
  * Waits without a deadline need no CAS: only the waker that unlinked the
  * record can end them.
+ *
+ * Interruption. A wait begun while its thread's `interruptible` is set (the
+ * POSIX face sets it around the waits that are cancellation points) can also
+ * be ended by ito__wait_interrupt, with EINTR: the interrupter takes the
+ * object's lock — where every waker claims — and only then ends the wait
+ * with a CAS on the state word, which also beats a timer. The waits
+ * themselves and their wakers pay nothing for it. A wait in no queue may be
+ * interruptible only if nothing but its timer ends it (a sleep): the
+ * interrupter's CAS then races only the timer's.
  */
 #ifndef ITO_RUNTIME_WAIT_H
 #define ITO_RUNTIME_WAIT_H
@@ -52,6 +61,7 @@ enum {
     ITO__WAIT_WAITING = 0,
     ITO__WAIT_WOKEN = 1,
     ITO__WAIT_TIMEDOUT = 2,
+    ITO__WAIT_INTERRUPTED = 3,
     ITO__WAIT_MASK = 3,
 };
 
@@ -62,10 +72,14 @@ struct ito__waiter {
     _Atomic uint32_t futex;            /* foreign waiters sleep on it: 0 wait, 1 done */
     bool queued;                       /* linked in a queue (object lock) */
     bool timed;                        /* has a deadline (set before linking) */
+    _Atomic bool interruptible;        /* ito__wait_interrupt may end it (wait_begin) */
     uintptr_t tag;                     /* for the object: e.g. reader or writer */
     uint64_t deadline;                 /* foreign waiters: absolute ns, 0 none */
-    ito__spinlock *lock;               /* the object's lock and queue, for the timer */
-    struct ito__waitq *queue;          /*   that unlinks a timed-out wait (wait.c) */
+    /* The object's lock and queue, for the timer that unlinks a timed-out
+     * wait and for an interrupter (wait.c); atomic because an interrupter
+     * reads them before it knows the wait is still the one it looked at. */
+    ito__spinlock *_Atomic lock;
+    struct ito__waitq *_Atomic queue;
 };
 
 struct ito__waitq {
@@ -130,8 +144,9 @@ static inline struct ito__waiter *ito__waitq_pop(struct ito__waitq *q)
  * NULL for a wait in no queue (sleep). */
 void ito__wait_begin(struct ito__waiter *w, uint64_t deadline, ito__spinlock *lock, struct ito__waitq *q);
 /* After releasing the object's lock: block until woken or timed out. On
- * timeout, unlinks w from q under `lock` if it is still there. Returns 0 or
- * ETIMEDOUT. MAY SWITCH. */
+ * timeout, unlinks w from q under `lock` if it is still there. Returns 0,
+ * ETIMEDOUT, or EINTR (an interruptible wait, ito__wait_interrupt). MAY
+ * SWITCH. */
 int ito__wait_end(struct ito__waiter *w, ito__spinlock *lock, struct ito__waitq *q);
 /* Under the object's lock, w just unlinked: end its wait. False if it had
  * already timed out (then forget it). */
@@ -152,5 +167,9 @@ struct ito__waiter *ito__waitq_claim_all(struct ito__waitq *q);
 void ito__wake_finish_all(struct ito__waiter *list);
 /* Timer expiry for an ito thread's wait number `seq`. */
 void ito__wait_timeout(struct ito__thread *t, uint64_t seq);
+/* End t's wait with EINTR if it is waiting in a queue, interruptibly (any
+ * thread may call it; t must not exit meanwhile). False if t was not in
+ * such a wait (then it may be about to begin one: call again later). */
+bool ito__wait_interrupt(struct ito__thread *t);
 
 #endif

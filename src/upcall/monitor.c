@@ -73,6 +73,7 @@
 #include "base/clock.h"
 #include "base/env.h"
 #include "base/futex.h"
+#include "base/libc.h"
 #include "base/kthread.h"
 #include "base/panic.h"
 #include "runtime/runtime.h"
@@ -235,7 +236,7 @@ static bool watch_stall(struct ito__vproc *vp, struct watch *w, uintptr_t mark, 
 static void sleep_ns(uint64_t ns)
 {
     struct timespec ts = { (time_t)(ns / 1000000000u), (long)(ns % 1000000000u) };
-    while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
+    while (ito__libc_nanosleep(&ts, &ts) == -1 && errno == EINTR)
         ;
 }
 

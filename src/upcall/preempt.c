@@ -80,13 +80,14 @@
 
 #include "base/env.h"
 #include "base/panic.h"
+#include "runtime/carrier.h"
+#include "runtime/hooks.h"
 #include "runtime/runtime.h"
 #include "runtime/sched.h"
 #include "runtime/stack.h"
 #include "runtime/stats.h"
 #include "runtime/thread.h"
 #include "runtime/vproc.h"
-#include "runtime/carrier.h"
 
 #define ITO__TIMESLICE_DEFAULT_US 10000
 /* Above the C library's descriptor (struct pthread, ~2.3 KiB in glibc 2.36). */
@@ -254,6 +255,11 @@ static void on_tick(int sig, siginfo_t *si, void *ucv)
     /* Resumed, perhaps on another activation. */
     a = ito__arch_activation();
     fix_frame(ucv, a);
+    if (ito__hooks.preempted_resume) {
+        *ito__errno_ptr(a) = saved_errno;
+        ito__hooks.preempted_resume();   /* may not return (posix: cancellation) */
+        a = ito__arch_activation();
+    }
 out:
     *ito__errno_ptr(a) = saved_errno;
 }

@@ -160,6 +160,10 @@ extern bool ito__arch_fsgsbase;
 void ito__arch_tp_init(void);
 void ito__arch_set_thread_pointer_syscall(uintptr_t tp);
 
+/* The restorer for a handler installed with the raw rt_sigaction system
+ * call (context.S): unwinders recognize its frame as a signal frame. */
+void ito__arch_sigreturn(void);
+
 static inline void ito__arch_set_thread_pointer(uintptr_t tp)
 {
     if (__builtin_expect(ito__arch_fsgsbase, 1))

@@ -157,6 +157,26 @@ ito__ctx_trampoline:
         .size   ito__ctx_trampoline, .-ito__ctx_trampoline
 
 /*
+ * void ito__arch_sigreturn(void): the restorer of a signal handler installed
+ * with the raw rt_sigaction system call (the C library's sigaction refuses
+ * the signal numbers it keeps for itself). The unwinder recognizes a signal
+ * frame by exactly these bytes at the return address (libgcc's x86-64
+ * fallback), so a handler may unwind through it; the nop before it keeps
+ * "return address - 1" outside any function's unwind table, as the C
+ * library's own restorer does.
+ */
+        .text
+        .p2align 4
+        nop
+        .globl  ito__arch_sigreturn
+        .hidden ito__arch_sigreturn
+        .type   ito__arch_sigreturn, @function
+ito__arch_sigreturn:
+        movq    $15, %rax               /* rt_sigreturn */
+        syscall
+        .size   ito__arch_sigreturn, .-ito__arch_sigreturn
+
+/*
  * void (*ito__ctx_on_return)(void): what a context whose entry function
  * returned calls. The runtime sets it at initialization (the arch layer
  * calls nothing above it by name); NULL until then.

@@ -1,0 +1,359 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Cancellation of ito threads.
+ *
+ * The C library already knows how to cancel a thread, and ito threads run
+ * on C-library thread descriptors of their own (tcb.c), so most of it is
+ * the C library's, working on those descriptors:
+ *   - the request is its word `cancelhandling` in the target's descriptor
+ *     (state, type, "cancelled", "exiting" bits), found through the
+ *     descriptor table glibc exports for debuggers;
+ *   - acting on it is its pthread_testcancel, which unwinds the thread's
+ *     stack with the forced unwinding that runs C++ destructors and the
+ *     handlers of pthread_cleanup_push (also glibc's, unchanged) down to the
+ *     frame that started the thread (thread.c: `start`), which then ends
+ *     it with PTHREAD_CANCELED;
+ *   - its own cancellation points (read, write, nanosleep, accept, poll and
+ *     every other blocking call in the C library) test the word, and turn
+ *     asynchronous while they sleep in the kernel.
+ * What is ito's: making a thread that waits notice the request.
+ *   - A thread parked in one of the POSIX face's waits that are cancellation
+ *     points (condition variables, semaphores, joins) is woken: those waits
+ *     are interruptible (runtime/wait.h) and end with EINTR, after which the
+ *     wait tests the word and unwinds. A condition wait first takes its
+ *     mutex back, as POSIX requires of the cleanup handlers' view.
+ *   - A thread asleep in the kernel inside one of the C library's
+ *     cancellation points (its type is then asynchronous), or running with
+ *     asynchronous cancellation, gets the C library's cancellation signal
+ *     (SIGCANCEL) on the kernel thread that carries it. glibc would send it
+ *     to the thread's kernel thread ID; an ito thread has none, so the
+ *     sender reads which activation carries the target from the target's
+ *     own TLS block, and the handler is ito's: the kernel thread may carry
+ *     another ito thread by the time the signal arrives, so the handler acts
+ *     only if the thread it interrupts is the one the signal was for, and
+ *     not inside one of ito's critical sections.
+ *   - Either delivery can miss: the target may be about to wait, or
+ *     preempted. So a request stays on a list until its target exits, and
+ *     a small ito thread (the canceller) delivers it again every
+ *     millisecond while the list is not empty. Waits and wakers pay nothing
+ *     for any of this; a program that never cancels pays a load at each
+ *     cancellation point.
+ *
+ * The initial thread started in the C library's own frame, which holds the
+ * buffer its forced unwinding ends in; ito points that buffer's jump at a
+ * function of its own (thread.c), so that unwinding ends the ito thread,
+ * not the kernel thread under it.
+ *
+ * What glibc's layout must be: the descriptor table must name
+ * `cancelhandling`, and the bits must be where glibc has kept them since
+ * NPTL began (checked once against glibc's own pthread_setcancelstate and
+ * pthread_setcanceltype); otherwise pthread_cancel fails with ENOSYS and
+ * says so.
+ */
+#include <errno.h>
+#include <execinfo.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "arch.h"
+#include "base/libc.h"
+#include "base/panic.h"
+#include "posix/posix.h"
+#include "posix/tcb.h"
+#include "runtime/critical.h"
+#include "runtime/hooks.h"
+#include "runtime/thread.h"
+#include "runtime/vproc.h"
+#include "runtime/wait.h"
+
+/* glibc's cancelhandling bits. */
+#define CANCEL_DISABLED 0x01   /* CANCELSTATE_BITMASK */
+#define CANCEL_ASYNC 0x02      /* CANCELTYPE_BITMASK */
+#define CANCELING 0x04
+#define CANCELED 0x08
+#define CANCEL_EXITING 0x10
+
+#define SIGCANCEL_NUMBER 32   /* glibc's SIGCANCEL: __SIGRTMIN */
+#define REDELIVER_NS 1000000u
+
+static bool supported;
+bool ito__posix_cancel_used;
+
+/* Targets whose request has not been acted on: until they exit. */
+static ito_mutex_t pending_lock = ITO_MUTEX_INIT;
+static struct ito__pthread *pending;
+static bool canceller_running;
+
+static _Atomic int *word(const struct ito__pthread *pt) { return ito__tcb_cancelhandling(pt->tp); }
+
+/* The C library's functions, looked up on first use: a library constructor
+ * may call them before ours has run. */
+static void *libc_fn(void *_Atomic *slot, const char *name)
+{
+    void *f = atomic_load_explicit(slot, memory_order_relaxed);
+    if (!f) {
+        f = ito__libc_symbol(name, "GLIBC_2.2.5");
+        atomic_store_explicit(slot, f, memory_order_relaxed);
+    }
+    return f;
+}
+
+static void libc_testcancel(void)
+{
+    static void *_Atomic f;
+    ((void (*)(void))libc_fn(&f, "pthread_testcancel"))();
+}
+
+static int libc_setcancelstate(int state, int *old)
+{
+    static void *_Atomic f;
+    return ((int (*)(int, int *))libc_fn(&f, "pthread_setcancelstate"))(state, old);
+}
+
+static int libc_setcanceltype(int type, int *old)
+{
+    static void *_Atomic f;
+    return ((int (*)(int, int *))libc_fn(&f, "pthread_setcanceltype"))(type, old);
+}
+
+static void on_preempted_resume(void);
+
+/* Once, at the POSIX face's start, on the initial thread: find glibc's
+ * functions and check the layout of its word. */
+void ito__posix_cancel_init(void)
+{
+    _Atomic int *w = ito__tcb_cancelhandling(ito__arch_thread_pointer());
+    if (!w)
+        return;
+    int before = atomic_load(w), s, t;
+    libc_setcancelstate(PTHREAD_CANCEL_DISABLE, &s);
+    libc_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, &t);
+    int both = atomic_load(w);
+    libc_setcanceltype(t, NULL);
+    libc_setcancelstate(s, NULL);
+    supported = (both & ~before) == (CANCEL_DISABLED | CANCEL_ASYNC) && atomic_load(w) == before;
+    if (supported)
+        ito__hooks.preempted_resume = on_preempted_resume;
+}
+
+/* ----------------------------------------------------------- delivery */
+
+static void on_cancel_signal(int sig, siginfo_t *si, void *uc)
+{
+    (void)sig;
+    (void)uc;
+    if (si->si_code != SI_TKILL || si->si_pid != getpid())
+        return;
+    int saved = errno;
+    struct ito__pthread *pt = ito__pthread_self();
+    /* Acquire pairs with the sender's release store of cancel_signal. */
+    if (pt && atomic_load_explicit(&pt->cancel_signal, memory_order_acquire) &&
+        !(ito__arch_critical_get() & ITO__CRITICAL_DEPTH)) {
+        int c = atomic_load_explicit(word(pt), memory_order_relaxed);
+        if ((c & (CANCEL_DISABLED | CANCEL_ASYNC | CANCELED | CANCEL_EXITING)) == (CANCEL_ASYNC | CANCELED)) {
+            atomic_store_explicit(&pt->cancel_signal, false, memory_order_relaxed);
+            errno = saved;
+            libc_testcancel();   /* unwinds from here, through the signal frame */
+        }
+    }
+    errno = saved;
+}
+
+struct kernel_sigaction {
+    void (*handler)(int, siginfo_t *, void *);
+    unsigned long flags;
+    void (*restorer)(void);
+    uint64_t mask;
+};
+
+#define KSA_RESTORER 0x04000000
+
+static void setup_once(void)
+{
+    /* The C library's sigaction refuses its own signals: install with the
+     * system call. SA_NODEFER: a handler that unwinds never returns to
+     * unblock the signal on its kernel thread. */
+    struct kernel_sigaction ka = { .handler = on_cancel_signal,
+                                   .flags = SA_SIGINFO | SA_RESTART | SA_NODEFER | KSA_RESTORER,
+                                   .restorer = ito__arch_sigreturn };
+    if (syscall(SYS_rt_sigaction, SIGCANCEL_NUMBER, &ka, NULL, sizeof ka.mask) != 0)
+        ito__panic("cannot install the cancellation signal's handler: %s", strerror(errno));
+    /* The forced unwinding a handler starts finds the unwinder through the C
+     * library, which loads it on first use, under a lock: load it now, from
+     * a safe place (backtrace uses the same loader). */
+    void *frame[1];
+    backtrace(frame, 1);
+}
+
+/* Make pt notice its request now if it can. Under pending_lock: pt has not
+ * passed ito__posix_cancel_exit, so it and its ito thread are alive. */
+static void deliver(struct ito__pthread *pt)
+{
+    int c = atomic_load_explicit(word(pt), memory_order_relaxed);
+    if (c & (CANCEL_DISABLED | CANCEL_EXITING))
+        return;
+    uint64_t ctl;
+    struct ito__thread *t = ito__handle_lookup(pt->id.id, &ctl);
+    if (!t)
+        return;
+    if (ito__wait_interrupt(t))
+        return;
+    if (!(c & CANCEL_ASYNC) || ito__thread_state(t) != ITO__TS_RUNNING)
+        return;
+    /* Running, asynchronously cancellable (most often asleep in a C-library
+     * call, where it cannot move): signal the kernel thread that carries it.
+     * If it has moved on meanwhile (a computing thread, preempted between
+     * the two reads and this signal), the handler finds another thread there
+     * and does nothing — but a system call of that thread which the kernel
+     * does not restart returns EINTR. The window is a few instructions. */
+    struct ito__activation *a =
+        __atomic_load_n((struct ito__activation **)(pt->tp + ito__arch_tls_offset_act()), __ATOMIC_ACQUIRE);
+    pid_t tid = a ? ito__activation_tid(a) : 0;
+    if (tid <= 0)
+        return;
+    atomic_store_explicit(&pt->cancel_signal, true, memory_order_release);
+    syscall(SYS_tgkill, getpid(), tid, SIGCANCEL_NUMBER);
+}
+
+static void *canceller(void *arg)
+{
+    (void)arg;
+    for (;;) {
+        ito_sleep_ns(REDELIVER_NS);
+        ito_mutex_lock(&pending_lock);
+        if (!pending) {
+            canceller_running = false;
+            ito_mutex_unlock(&pending_lock);
+            return NULL;
+        }
+        for (struct ito__pthread *pt = pending; pt; pt = pt->cancel_next)
+            deliver(pt);
+        ito_mutex_unlock(&pending_lock);
+    }
+}
+
+/* A thread the tick switched out runs again (runtime/hooks.h): act on an
+ * asynchronous cancellation requested while it was not running. */
+static void on_preempted_resume(void)
+{
+    if (!__atomic_load_n(&ito__posix_cancel_used, __ATOMIC_RELAXED))
+        return;
+    struct ito__pthread *pt = ito__pthread_self();
+    if (!pt || !pt->cancellable)
+        return;
+    int c = atomic_load_explicit(word(pt), memory_order_relaxed);
+    if ((c & (CANCEL_DISABLED | CANCEL_ASYNC | CANCELED | CANCEL_EXITING)) == (CANCEL_ASYNC | CANCELED))
+        libc_testcancel();
+}
+
+/* -------------------------------------------------------------- calls */
+
+ITO_POSIX_API int pthread_cancel(pthread_t th)
+{
+    struct ito__pthread *pt = ito__pthread_of(th);
+    if (!pt) {
+        /* A kernel thread of the C library's own: its cancellation. */
+        int (*libc_cancel)(pthread_t) = (int (*)(pthread_t))ito__libc_symbol("pthread_cancel", "GLIBC_2.2.5");
+        return libc_cancel(th);
+    }
+    if (!pt->cancellable)
+        return ESRCH;   /* a thread of ito's own API: not a POSIX thread */
+    if (!supported) {
+        static atomic_flag said = ATOMIC_FLAG_INIT;
+        if (!atomic_flag_test_and_set(&said))
+            ito__posix_unsupported("pthread_cancel", "this C library's cancellation word is not laid out "
+                                                     "as libito-pthread expects");
+        return ENOSYS;
+    }
+    static pthread_once_t setup = PTHREAD_ONCE_INIT;
+    pthread_once(&setup, setup_once);
+    /* Before the request: a cancellation point that sees the flag tests the
+     * word (ito__posix_cp_enter). */
+    __atomic_store_n(&ito__posix_cancel_used, true, __ATOMIC_SEQ_CST);
+    if (pt == ito__pthread_self()) {
+        int c = atomic_fetch_or(word(pt), CANCELING | CANCELED);
+        if ((c & (CANCEL_DISABLED | CANCEL_ASYNC)) == CANCEL_ASYNC)
+            libc_testcancel();
+        return 0;
+    }
+    /* The request and the listing under one lock: an exiting thread sets
+     * EXITING in the same word, then takes the lock to come off the list
+     * (ito__posix_cancel_exit), so it is never listed after it has looked. */
+    ito_mutex_lock(&pending_lock);
+    int c = atomic_fetch_or(word(pt), CANCELING | CANCELED);
+    if (!(c & (CANCELED | CANCEL_EXITING))) {
+        pt->cancel_next = pending;
+        pending = pt;
+        pt->cancel_listed = true;
+        deliver(pt);
+        if (!canceller_running) {
+            ito_attr_t a;
+            ito_attr_init(&a);
+            ito_attr_set_detached(&a, true);
+            ito_attr_set_name(&a, "ito-canceller");
+            canceller_running = ito_spawn(NULL, &a, canceller, NULL) == 0;
+        }
+    }
+    ito_mutex_unlock(&pending_lock);
+    return 0;
+}
+
+ITO_POSIX_API int pthread_setcancelstate(int state, int *old) { return libc_setcancelstate(state, old); }
+
+ITO_POSIX_API int pthread_setcanceltype(int type, int *old) { return libc_setcanceltype(type, old); }
+
+ITO_POSIX_API void pthread_testcancel(void) { libc_testcancel(); }
+
+void *ito__posix_cp_enter(void)
+{
+    struct ito__thread *t = ito__thread_self();
+    if (!t)
+        return NULL;   /* a kernel thread of the C library's: not cancelled by ito */
+    if (__atomic_load_n(&ito__posix_cancel_used, __ATOMIC_RELAXED))
+        libc_testcancel();
+    t->interruptible = true;
+    return t;
+}
+
+void ito__posix_cp_end(void *token)
+{
+    struct ito__thread *t = token;
+    if (t)
+        t->interruptible = false;
+}
+
+int ito__posix_cp_check(int r)
+{
+    if (r == EINTR)
+        libc_testcancel();   /* interrupted by a request: act on it */
+    return r;
+}
+
+int ito__posix_cp_leave(void *token, int r)
+{
+    ito__posix_cp_end(token);
+    return ito__posix_cp_check(r);
+}
+
+void ito__posix_cancel_exit(struct ito__pthread *pt)
+{
+    if (!pt->cancellable || !supported)
+        return;
+    /* seq_cst: ordered against pthread_cancel's fetch_or on the same word. */
+    atomic_fetch_or(word(pt), CANCEL_EXITING);
+    if (!__atomic_load_n(&ito__posix_cancel_used, __ATOMIC_SEQ_CST))
+        return;
+    ito_mutex_lock(&pending_lock);
+    if (pt->cancel_listed) {
+        struct ito__pthread **p = &pending;
+        while (*p != pt)
+            p = &(*p)->cancel_next;
+        *p = pt->cancel_next;
+        pt->cancel_listed = false;
+    }
+    ito_mutex_unlock(&pending_lock);
+}
