@@ -11,6 +11,7 @@
  * it, and vproc 0 gets an activation of its own.
  */
 #include <errno.h>
+#include <execinfo.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,8 +145,25 @@ static int start(const ito_config_t *c, bool adopt)
     return 0;
 }
 
+/* This kernel thread is inside start(): a call back into ito from there (a
+ * library ito uses while it starts, a policy's init) would wait for
+ * init_lock, which this thread holds, for ever. */
+static __thread bool initializing;
+
+static _Noreturn void init_recursion(void)
+{
+    void *frames[48];
+    int n = backtrace(frames, 48);
+    backtrace_symbols_fd(frames, n, 2);
+    ito__panic("ito was called while it initializes, on the thread that initializes it (the calls above "
+               "led there): a policy's init (or a library ito uses at start) called back into ito, which "
+               "cannot work before ito has started; a policy's init must not call ito");
+}
+
 int ito__init_slow(const ito_config_t *cfg, bool explicit_call)
 {
+    if (ITO_UNLIKELY(initializing))
+        init_recursion();
     int saved_errno = errno;   /* the caller's errno survives initialization */
     ito__policies_builtin();
     ito__libc_pthread_mutex_lock(&init_lock);
@@ -161,7 +179,9 @@ int ito__init_slow(const ito_config_t *cfg, bool explicit_call)
         e = validate(c);
         if (!e) {
             bool adopt = explicit_call || gettid() == getpid();
+            initializing = true;
             e = start(c, adopt);
+            initializing = false;
             if (e) {
                 ito__rt.init_error = e;
                 atomic_store_explicit(&ito__rt.state, ITO__RT_FAILED, memory_order_release);

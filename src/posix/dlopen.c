@@ -25,6 +25,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "base/libc.h"
 #include "posix/posix.h"
 #include "posix/tcb.h"
 
@@ -33,7 +34,10 @@ static const uint32_t *desc_offset, *desc_modid;   /* { bits, count, offset in s
  * reused after dlclose, link maps are not, while the module is loaded). */
 static struct link_map *seen[1024];
 
-static ito_mutex_t fill_lock = ITO_MUTEX_INIT;
+/* The C library's mutex, not ito's: dlopen is rare, and a library that ito
+ * itself uses while it starts may call it, when an ito mutex would start ito
+ * again from inside its own start. */
+static pthread_mutex_t fill_lock = PTHREAD_MUTEX_INITIALIZER;
 
 struct module {
     size_t modid;
@@ -109,11 +113,10 @@ ITO_POSIX_API void *dlopen(const char *file, int mode)
     }
     void *h = real(file, mode);
     if (h) {
-        ito__posix_ensure();
         /* One at a time: `seen` is shared. */
-        ito_mutex_lock(&fill_lock);
+        ito__libc_pthread_mutex_lock(&fill_lock);
         static_tls(true);
-        ito_mutex_unlock(&fill_lock);
+        ito__libc_pthread_mutex_unlock(&fill_lock);
     }
     return h;
 }

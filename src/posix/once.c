@@ -2,11 +2,16 @@
 /*
  * pthread_once on a pthread_once_t (an int, PTHREAD_ONCE_INIT = 0): too small
  * for ito's once object, so the word holds the state — 0 not run, 1 running,
- * 2 done — and the rare callers that find it running wait on one condition
- * shared by all once objects. The runner publishes 2 with a release store
- * (pairs with the acquire load of every later caller) before it takes the
- * shared mutex to broadcast, and waiters look at the word under that mutex,
- * so none misses the broadcast.
+ * 3 running with waiters, 2 done (glibc's value for done, too) — and the rare
+ * callers that find it running wait on one condition shared by all once
+ * objects. A waiter marks the word (1 -> 3) before it waits, under the
+ * shared mutex; the runner swaps in 2 (acq_rel: releases what the routine
+ * did to every later caller's acquire load) and, only if it finds 3, takes
+ * the mutex to broadcast: a waiter looks at the word under that mutex, so
+ * none misses the broadcast. An uncontended once touches nothing of ito's
+ * but the word: libraries that ito itself uses while it starts (hwloc,
+ * libudev) call pthread_once then, and an ito mutex there would start ito
+ * again from inside its own start.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -16,7 +21,7 @@
 
 #include "posix/posix.h"
 
-enum { ONCE_NEW = 0, ONCE_RUNNING = 1, ONCE_DONE = 2 };
+enum { ONCE_NEW = 0, ONCE_RUNNING = 1, ONCE_DONE = 2, ONCE_WAITED = 3 };
 
 static ito_mutex_t waiting_lock = ITO_MUTEX_INIT;
 static ito_cond_t waiting = ITO_COND_INIT;
@@ -33,15 +38,23 @@ ITO_POSIX_API int pthread_once(pthread_once_t *once, void (*fn)(void))
     if (s == ONCE_NEW && atomic_compare_exchange_strong_explicit(w, &s, ONCE_RUNNING, memory_order_acquire,
                                                                  memory_order_acquire)) {
         fn();
-        atomic_store_explicit(w, ONCE_DONE, memory_order_release);
-        ito_mutex_lock(&waiting_lock);
-        ito_cond_broadcast(&waiting);
-        ito_mutex_unlock(&waiting_lock);
+        if (atomic_exchange_explicit(w, ONCE_DONE, memory_order_acq_rel) == ONCE_WAITED) {
+            ito_mutex_lock(&waiting_lock);
+            ito_cond_broadcast(&waiting);
+            ito_mutex_unlock(&waiting_lock);
+        }
         return 0;
     }
     ito_mutex_lock(&waiting_lock);
-    while (atomic_load_explicit(w, memory_order_acquire) != ONCE_DONE)
+    for (;;) {
+        s = atomic_load_explicit(w, memory_order_acquire);
+        if (s == ONCE_DONE)
+            break;
+        if (s == ONCE_RUNNING &&
+            !atomic_compare_exchange_strong_explicit(w, &s, ONCE_WAITED, memory_order_acquire, memory_order_acquire))
+            continue;   /* done meanwhile (or marked by another waiter): look again */
         ito_cond_wait(&waiting, &waiting_lock);
+    }
     ito_mutex_unlock(&waiting_lock);
     return 0;
 }

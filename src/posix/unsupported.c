@@ -9,7 +9,9 @@
  * versions would act on the kernel thread that happens to carry the caller
  * — silently wrong — so each fails with ENOSYS and says so once on stderr.
  * What needs no work is done: a signal 0 tells whether a thread exists, a
- * thread's CPU set is the process's.
+ * thread's CPU set is the process's. On a kernel thread of the C library's
+ * own (ito's dependencies call some of these while ito starts) each is the
+ * C library's.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -17,7 +19,9 @@
 #include <signal.h>
 #include <stdatomic.h>
 
+#include "base/libc.h"
 #include "posix/posix.h"
+#include "runtime/vproc.h"
 
 #define UNSUPPORTED(what, why)                                                          \
     do {                                                                                \
@@ -27,10 +31,29 @@
         return ENOSYS;                                                                  \
     } while (0)
 
+/* Is th an ito thread? Not a kernel thread of the C library's own (or the
+ * initial thread before ito has started): for those, the C library's call
+ * is the right one. */
+static bool ours(pthread_t th)
+{
+    struct ito__pthread *pt = ito__pthread_of(th);
+    return pt && (!pt->main || __atomic_load_n(&ito__posix_started, __ATOMIC_ACQUIRE));
+}
+
+/* The C library's function `name`, looked up on first use. */
+#define LIBC(name, version)                                                             \
+    ({                                                                                  \
+        static void *_Atomic f_;                                                        \
+        void *p_ = atomic_load_explicit(&f_, memory_order_relaxed);                     \
+        if (!p_)                                                                        \
+            atomic_store_explicit(&f_, p_ = ito__libc_symbol(#name, version), memory_order_relaxed); \
+        (__typeof__(&name))p_;                                                          \
+    })
+
 ITO_POSIX_API int pthread_kill(pthread_t th, int sig)
 {
-    if (!ito__pthread_of(th))
-        return ESRCH;
+    if (!ours(th))
+        return LIBC(pthread_kill, "GLIBC_2.2.5")(th, sig);
     if (sig < 0 || sig >= NSIG)
         return EINVAL;
     if (sig == 0)
@@ -40,11 +63,15 @@ ITO_POSIX_API int pthread_kill(pthread_t th, int sig)
 
 ITO_POSIX_API int pthread_sigqueue(pthread_t th, int sig, const union sigval value)
 {
+    if (!ours(th))
+        return LIBC(pthread_sigqueue, "GLIBC_2.11")(th, sig, value);
     UNSUPPORTED("pthread_sigqueue", "a signal cannot be sent to one ito thread yet");
 }
 
 ITO_POSIX_API int pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
 {
+    if (!ito__thread_self())
+        return ito__libc_pthread_sigmask(how, set, old);   /* a kernel thread's own mask */
     if (!set) {
         if (old)
             sigprocmask(SIG_BLOCK, NULL, old);   /* reading the mask changes nothing */
@@ -55,18 +82,22 @@ ITO_POSIX_API int pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
 
 ITO_POSIX_API int pthread_getcpuclockid(pthread_t th, clockid_t *clock)
 {
+    if (!ours(th))
+        return ito__libc_pthread_getcpuclockid(th, clock);
     UNSUPPORTED("pthread_getcpuclockid", "ito does not account CPU time per thread yet");
 }
 
 ITO_POSIX_API int pthread_getaffinity_np(pthread_t th, size_t size, cpu_set_t *set)
 {
-    if (!ito__pthread_of(th))
-        return ESRCH;
+    if (!ours(th))
+        return LIBC(pthread_getaffinity_np, "GLIBC_2.3.4")(th, size, set);
     /* An ito thread may run on any of the process's CPUs. */
     return sched_getaffinity(0, size, set) == 0 ? 0 : errno;
 }
 
 ITO_POSIX_API int pthread_setaffinity_np(pthread_t th, size_t size, const cpu_set_t *set)
 {
+    if (!ours(th))
+        return LIBC(pthread_setaffinity_np, "GLIBC_2.3.4")(th, size, set);
     UNSUPPORTED("pthread_setaffinity_np", "an ito thread cannot be bound to CPUs yet");
 }

@@ -3,10 +3,12 @@
  * case in a child process): ito_exit from a foreign kernel thread, switching
  * to a NULL continuation, resuming a continuation twice, returning from a
  * continuation's entry function, unmatched or misplaced blocking brackets, a
- * switch from inside an event hook. */
+ * switch from inside an event hook, a call into ito from a policy's init
+ * (ito is initializing on that very thread: it used to wait for ever). */
 #include <pthread.h>
 
 #include <ito/cont.h>
+#include <ito/policy.h>
 
 #include "common.h"
 
@@ -103,6 +105,31 @@ static void case_hook_switch(void)
     atomic_store(&hook_stop, true);
 }
 
+static void nop_enqueue(ito_policy_vproc_t *vp, ito_policy_node_t *n, ito_ready_reason_t why) {}
+static ito_policy_node_t *nop_pick(ito_policy_vproc_t *vp) { return NULL; }
+
+static int init_calls_ito(int nvprocs, void **shared)
+{
+    return ito_vproc_count() > 0 ? 0 : EINVAL;   /* ito is initializing, right here */
+}
+
+static const ito_policy_ops_t recursive_ops = {
+    .abi = ITO_POLICY_ABI,
+    .size = sizeof(ito_policy_ops_t),
+    .name = "recursive-init",
+    .init = init_calls_ito,
+    .enqueue = nop_enqueue,
+    .pick = nop_pick,
+};
+
+static void case_init_recursion(void)
+{
+    OK(ito_policy_register(&recursive_ops));
+    ito_config_t c = ITO_CONFIG_INIT;
+    c.policy = "recursive-init";
+    ito_init(&c);
+}
+
 static const struct test_abort_case cases[] = {
     { "exit_foreign", case_exit_foreign, "ito_exit" },
     { "exit_foreign_uninitialized", case_exit_foreign_uninitialized, "ito_exit" },
@@ -112,6 +139,7 @@ static const struct test_abort_case cases[] = {
     { "blocking_end_alone", case_blocking_end_alone, "without a matching ito_blocking_begin" },
     { "blocking_switch_inside", case_blocking_switch_inside, "between ito_blocking_begin and" },
     { "hook_switch", case_hook_switch, "from inside an event hook" },
+    { "init_recursion", case_init_recursion, "called while it initializes" },
 };
 
 int main(int argc, char **argv)

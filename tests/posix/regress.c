@@ -2,13 +2,18 @@
 /* Defects once found in the POSIX face, kept as cases (each holds on glibc
  * too): a caller's stack freed right after the join; a "for ever" timeout
  * (TIME_T_MAX) that must not expire at once; the smallest caller stack
- * switching; pthread_exit from a C11 thread, which is the C library's. */
+ * switching; pthread_exit from a C11 thread, which is the C library's, and
+ * so are its signal mask, CPU clock, affinity and pthread_kill (libudev and
+ * hwloc call them while ito starts); pthread_once with waiters. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
 #include <limits.h>
 #include <pthread.h>
+#include <sched.h>
 #include <semaphore.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <sys/mman.h>
 #include <threads.h>
 
@@ -114,11 +119,70 @@ static void case_pthread_exit_from_c11_thread(void)
     CHECK_EQ(res, 42);
 }
 
+static int c11_own_calls(void *arg)
+{
+    /* A kernel thread of the C library's: these are the C library's calls,
+     * acting on this kernel thread. */
+    sigset_t set, old;
+    sigemptyset(&set);
+    sigaddset(&set, SIGUSR1);
+    OK(pthread_sigmask(SIG_BLOCK, &set, &old));
+    OK(pthread_sigmask(SIG_SETMASK, &old, NULL));
+    clockid_t clock;
+    OK(pthread_getcpuclockid(pthread_self(), &clock));
+    struct timespec ts;
+    CHECK_EQ(clock_gettime(clock, &ts), 0);
+    cpu_set_t cpus;
+    OK(pthread_getaffinity_np(pthread_self(), sizeof cpus, &cpus));
+    OK(pthread_setaffinity_np(pthread_self(), sizeof cpus, &cpus));
+    OK(pthread_kill(pthread_self(), 0));
+    return 7;
+}
+
+static void case_c11_thread_calls_are_the_c_librarys(void)
+{
+    thrd_t t;
+    CHECK_EQ(thrd_create(&t, c11_own_calls, NULL), thrd_success);
+    int res = -1;
+    CHECK_EQ(thrd_join(t, &res), thrd_success);
+    CHECK_EQ(res, 7);
+}
+
+#define ONCE_CALLERS 16
+static pthread_once_t slow_once = PTHREAD_ONCE_INIT;
+static atomic_int once_runs;
+
+static void slow_init(void)
+{
+    struct timespec ts = { 0, 20 * 1000000 };
+    nanosleep(&ts, NULL);   /* the others find it running and wait */
+    atomic_fetch_add(&once_runs, 1);
+}
+
+static void *calls_once(void *arg)
+{
+    OK(pthread_once(&slow_once, slow_init));
+    CHECK_EQ(atomic_load(&once_runs), 1);
+    return NULL;
+}
+
+static void case_once_with_waiters(void)
+{
+    pthread_t t[ONCE_CALLERS];
+    for (int i = 0; i < ONCE_CALLERS; i++)
+        OK(pthread_create(&t[i], NULL, calls_once, NULL));
+    for (int i = 0; i < ONCE_CALLERS; i++)
+        OK(pthread_join(t[i], NULL));
+    CHECK_EQ(atomic_load(&once_runs), 1);
+}
+
 int main(void)
 {
     RUN_CASE(case_caller_stack_freed_after_join, 60);
     RUN_CASE(case_smallest_caller_stack, 20);
     RUN_CASE(case_timeout_for_ever, 20);
     RUN_CASE(case_pthread_exit_from_c11_thread, 20);
+    RUN_CASE(case_c11_thread_calls_are_the_c_librarys, 20);
+    RUN_CASE(case_once_with_waiters, 20);
     return 0;
 }
