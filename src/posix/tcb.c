@@ -255,16 +255,22 @@ void *ito__tcb_self_of(uintptr_t tp)
 
 void ito__tcb_thread_start(bool reused)
 {
+    /* A new thread pointer got its locale tables in ito__tcb_create; a reused
+     * one keeps them (the C library's block stays), and they are the global
+     * locale's unless the thread before switched locales (uselocale sets
+     * them again). Likewise the resolver state: cleared only if used. */
     if (reused) {
-        uselocale(LC_GLOBAL_LOCALE);
+        if (uselocale((locale_t)0) != LC_GLOBAL_LOCALE)
+            uselocale(LC_GLOBAL_LOCALE);
         if (resp_offset) {
             struct __res_state *res = __res_state();
-            if (res->options & RES_INIT)
-                res_nclose(res);
-            memset(res, 0, sizeof *res);
+            if (res->options) {
+                if (res->options & RES_INIT)
+                    res_nclose(res);
+                memset(res, 0, sizeof *res);
+            }
         }
     }
-    __ctype_init();
     errno = 0;
 }
 

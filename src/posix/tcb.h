@@ -54,8 +54,8 @@ void ito__tcb_fill_block(uintptr_t tp, const void *block);
 void ito__tcb_modules_changed(void);
 
 /* In the new thread, before its start routine: what glibc's own thread
- * start does (the locale's ctype tables; a reused block gets the global
- * locale and errno 0 back). */
+ * start does (a reused block gets the global locale, a clean resolver state
+ * and errno 0 back). */
 void ito__tcb_thread_start(bool reused);
 
 /* In the exiting thread: C++ thread_local destructors (__call_tls_dtors). */

@@ -2,13 +2,18 @@
 /* What a thread owns in the C library stays its own while ito moves it
  * between kernel threads: errno, __thread variables (the program's, and a
  * library's loaded later with dlopen, both TLS models), the stack canary,
- * pthread_self, the owner that stdio's locks record (no torn lines). And
- * thousands of threads can wait at once on a handful of kernel threads. */
+ * pthread_self, the owner that stdio's locks record (no torn lines), the
+ * thread's locale (a new thread starts in the global one: "uselocale ...
+ * The initial thread's locale is the global locale", and each thread's
+ * locale is its own). And thousands of threads can wait at once on a
+ * handful of kernel threads. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <ctype.h>
 #include <dirent.h>
 #include <dlfcn.h>
+#include <locale.h>
 #include <pthread.h>
 #include <sched.h>
 #include <semaphore.h>
@@ -264,6 +269,36 @@ static void case_thousands_waiting(void)
     pthread_attr_destroy(&a);
 }
 
+/* Each thread starts in the global locale whatever the threads before it
+ * (whose C-library state ito reuses) did, and the character tables work. */
+#define LOCALE_ROUNDS 50
+
+static void *switches_locale(void *arg)
+{
+    CHECK(uselocale((locale_t)0) == LC_GLOBAL_LOCALE);
+    CHECK(isdigit('7') && !isdigit('x') && isalpha('q') && toupper('q') == 'Q');
+    locale_t c = newlocale(LC_ALL_MASK, "C", (locale_t)0);
+    CHECK(c != (locale_t)0);
+    CHECK(uselocale(c) == LC_GLOBAL_LOCALE);
+    CHECK(uselocale((locale_t)0) == c);
+    sched_yield();   /* (may move to another kernel thread: the locale moves too) */
+    CHECK(uselocale((locale_t)0) == c);
+    CHECK(isdigit('7') && toupper('q') == 'Q');
+    return c;        /* exits still in it; main frees it */
+}
+
+static void case_locale_per_thread(void)
+{
+    for (int i = 0; i < LOCALE_ROUNDS; i++) {
+        pthread_t t;
+        void *c;
+        OK(pthread_create(&t, NULL, switches_locale, NULL));
+        OK(pthread_join(t, &c));
+        freelocale((locale_t)c);
+    }
+    CHECK(uselocale((locale_t)0) == LC_GLOBAL_LOCALE);
+}
+
 int main(void)
 {
     RUN_CASE(case_tls_errno_self, 60);
@@ -271,5 +306,6 @@ int main(void)
     RUN_CASE(case_dlopen_tls_existing, 60);
     RUN_CASE(case_stack_canary, 60);
     RUN_CASE(case_thousands_waiting, 120);
+    RUN_CASE(case_locale_per_thread, 30);
     return 0;
 }
