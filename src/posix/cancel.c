@@ -34,10 +34,13 @@
  *     not inside one of ito's critical sections.
  *   - Either delivery can miss: the target may be about to wait, or
  *     preempted. So a request stays on a list until its target exits, and
- *     a small ito thread (the canceller) delivers it again every
- *     millisecond while the list is not empty. Waits and wakers pay nothing
- *     for any of this; a program that never cancels pays a load at each
- *     cancellation point.
+ *     a small ito thread (ito-requests) delivers it again every millisecond
+ *     while the list is not empty. Waits and wakers pay nothing for any of
+ *     this; a program that never cancels pays a load at each cancellation
+ *     point.
+ * Signals sent to one thread (posix/signal.c) travel the same way: the same
+ * list, the same interruption of waits, the same poke, whose handler then
+ * raises them on the target's kernel thread.
  *
  * The initial thread started in the C library's own frame, which holds the
  * buffer its forced unwinding ends in; ito points that buffer's jump at a
@@ -86,7 +89,7 @@ bool ito__posix_cancel_used;
 /* Targets whose request has not been acted on: until they exit. */
 static ito_mutex_t pending_lock = ITO_MUTEX_INIT;
 static struct ito__pthread *pending;
-static bool canceller_running;
+static bool deliverer_running;
 
 static _Atomic int *word(const struct ito__pthread *pt) { return ito__tcb_cancelhandling(pt->tp); }
 
@@ -145,20 +148,26 @@ void ito__posix_cancel_init(void)
 static void on_cancel_signal(int sig, siginfo_t *si, void *uc)
 {
     (void)sig;
-    (void)uc;
     if (si->si_code != SI_TKILL || si->si_pid != getpid())
         return;
     int saved = errno;
     struct ito__pthread *pt = ito__pthread_self();
-    /* Acquire pairs with the sender's release store of cancel_signal. */
-    if (pt && atomic_load_explicit(&pt->cancel_signal, memory_order_acquire) &&
+    /* Acquire pairs with the sender's release store of poked. */
+    if (pt && atomic_load_explicit(&pt->poked, memory_order_acquire) &&
         !(ito__arch_critical_get() & ITO__CRITICAL_DEPTH)) {
+        atomic_store_explicit(&pt->poked, false, memory_order_relaxed);
         int c = atomic_load_explicit(word(pt), memory_order_relaxed);
         if ((c & (CANCEL_DISABLED | CANCEL_ASYNC | CANCELED | CANCEL_EXITING)) == (CANCEL_ASYNC | CANCELED)) {
-            atomic_store_explicit(&pt->cancel_signal, false, memory_order_relaxed);
             errno = saved;
             libc_testcancel();   /* unwinds from here, through the signal frame */
         }
+        /* Their handlers run here, on pt. This handler is installed with
+         * SA_RESTART (a poke must not end a system call by itself); if a
+         * handler that runs here lacks it, the call it interrupted fails
+         * with EINTR, as the signal itself would have made it. */
+        bool eintr = false;
+        if (ito__posix_signals_raise(pt, &eintr) && eintr)
+            ito__arch_uc_syscall_eintr(uc);
     }
     errno = saved;
 }
@@ -181,7 +190,7 @@ static void setup_once(void)
                                    .flags = SA_SIGINFO | SA_RESTART | SA_NODEFER | KSA_RESTORER,
                                    .restorer = ito__arch_sigreturn };
     if (syscall(SYS_rt_sigaction, SIGCANCEL_NUMBER, &ka, NULL, sizeof ka.mask) != 0)
-        ito__panic("cannot install the cancellation signal's handler: %s", strerror(errno));
+        ito__panic("cannot install the handler of the signal that delivers requests: %s", strerror(errno));
     /* The forced unwinding a handler starts finds the unwinder through the C
      * library, which loads it on first use, under a lock: load it now, from
      * a safe place (backtrace uses the same loader). */
@@ -189,12 +198,23 @@ static void setup_once(void)
     backtrace(frame, 1);
 }
 
-/* Make pt notice its request now if it can. Under pending_lock: pt has not
+/* Does pt have a request it has not acted on? A cancellation stays one
+ * until pt exits (it may be disabled now and enabled later); signals until
+ * their handlers have run. */
+static bool wants(struct ito__pthread *pt)
+{
+    int c = atomic_load_explicit(word(pt), memory_order_relaxed);
+    return ((c & CANCELED) && !(c & CANCEL_EXITING)) || atomic_load_explicit(&pt->sig_pending, memory_order_relaxed);
+}
+
+/* Make pt notice its requests now if it can. Under pending_lock: pt has not
  * passed ito__posix_cancel_exit, so it and its ito thread are alive. */
 static void deliver(struct ito__pthread *pt)
 {
     int c = atomic_load_explicit(word(pt), memory_order_relaxed);
-    if (c & (CANCEL_DISABLED | CANCEL_EXITING))
+    bool cancel = (c & CANCELED) && !(c & (CANCEL_DISABLED | CANCEL_EXITING));
+    bool sigs = atomic_load_explicit(&pt->sig_pending, memory_order_acquire) != 0;
+    if (!cancel && !sigs)
         return;
     uint64_t ctl;
     struct ito__thread *t = ito__handle_lookup(pt->id.id, &ctl);
@@ -202,45 +222,87 @@ static void deliver(struct ito__pthread *pt)
         return;
     if (ito__wait_interrupt(t))
         return;
-    if (!(c & CANCEL_ASYNC) || ito__thread_state(t) != ITO__TS_RUNNING)
+    if (!(sigs || (c & CANCEL_ASYNC)) || ito__thread_state(t) != ITO__TS_RUNNING)
         return;
-    /* Running, asynchronously cancellable (most often asleep in a C-library
-     * call, where it cannot move): signal the kernel thread that carries it.
-     * If it has moved on meanwhile (a computing thread, preempted between
-     * the two reads and this signal), the handler finds another thread there
-     * and does nothing — but a system call of that thread which the kernel
-     * does not restart returns EINTR. The window is a few instructions. */
+    /* Running, with signals to take or asynchronously cancellable (most
+     * often asleep in a C-library call, where it cannot move): poke the
+     * kernel thread that carries it. If it has moved on meanwhile (a
+     * computing thread, preempted between the two reads and this signal),
+     * the handler finds another thread there and does nothing — but a system
+     * call of that thread which the kernel does not restart returns EINTR.
+     * The window is a few instructions. */
     struct ito__activation *a =
         __atomic_load_n((struct ito__activation **)(pt->tp + ito__arch_tls_offset_act()), __ATOMIC_ACQUIRE);
     pid_t tid = a ? ito__activation_tid(a) : 0;
     if (tid <= 0)
         return;
-    atomic_store_explicit(&pt->cancel_signal, true, memory_order_release);
+    atomic_store_explicit(&pt->poked, true, memory_order_release);
     syscall(SYS_tgkill, getpid(), tid, SIGCANCEL_NUMBER);
 }
 
-static void *canceller(void *arg)
+static void *deliverer(void *arg)
 {
     (void)arg;
     for (;;) {
         ito_sleep_ns(REDELIVER_NS);
         ito_mutex_lock(&pending_lock);
+        for (struct ito__pthread **p = &pending; *p;) {
+            struct ito__pthread *pt = *p;
+            if (wants(pt)) {
+                deliver(pt);
+                p = &pt->next_listed;
+            } else {
+                *p = pt->next_listed;   /* acted on */
+                pt->listed = false;
+            }
+        }
         if (!pending) {
-            canceller_running = false;
+            deliverer_running = false;
             ito_mutex_unlock(&pending_lock);
             return NULL;
         }
-        for (struct ito__pthread *pt = pending; pt; pt = pt->cancel_next)
-            deliver(pt);
         ito_mutex_unlock(&pending_lock);
     }
+}
+
+/* Under pending_lock: list pt (not exiting: the caller checked) and deliver. */
+static void list_and_deliver(struct ito__pthread *pt)
+{
+    static pthread_once_t setup = PTHREAD_ONCE_INIT;
+    pthread_once(&setup, setup_once);
+    if (!pt->listed) {
+        pt->next_listed = pending;
+        pending = pt;
+        pt->listed = true;
+    }
+    deliver(pt);
+    if (!deliverer_running) {
+        ito_attr_t a;
+        ito_attr_init(&a);
+        ito_attr_set_detached(&a, true);
+        ito_attr_set_name(&a, "ito-requests");
+        deliverer_running = ito_spawn(NULL, &a, deliverer, NULL) == 0;
+    }
+}
+
+bool ito__posix_requests_supported(void) { return supported; }
+
+void ito__posix_request(struct ito__pthread *pt)
+{
+    ito_mutex_lock(&pending_lock);
+    /* seq_cst: the exiting thread sets EXITING, then looks for a listing
+     * under this lock (ito__posix_cancel_exit). */
+    if (!(atomic_load(word(pt)) & CANCEL_EXITING))
+        list_and_deliver(pt);
+    ito_mutex_unlock(&pending_lock);
 }
 
 /* A thread the tick switched out runs again (runtime/hooks.h): act on an
  * asynchronous cancellation requested while it was not running. */
 static void on_preempted_resume(void)
 {
-    if (!__atomic_load_n(&ito__posix_cancel_used, __ATOMIC_RELAXED))
+    if (!__atomic_load_n(&ito__posix_cancel_used, __ATOMIC_RELAXED) &&
+        !__atomic_load_n(&ito__posix_signals_used, __ATOMIC_RELAXED))
         return;
     struct ito__pthread *pt = ito__pthread_self();
     if (!pt || !pt->cancellable)
@@ -248,6 +310,7 @@ static void on_preempted_resume(void)
     int c = atomic_load_explicit(word(pt), memory_order_relaxed);
     if ((c & (CANCEL_DISABLED | CANCEL_ASYNC | CANCELED | CANCEL_EXITING)) == (CANCEL_ASYNC | CANCELED))
         libc_testcancel();
+    ito__posix_signals_raise(pt, NULL);
 }
 
 /* -------------------------------------------------------------- calls */
@@ -269,8 +332,6 @@ ITO_POSIX_API int pthread_cancel(pthread_t th)
                                                      "as libito-pthread expects");
         return ENOSYS;
     }
-    static pthread_once_t setup = PTHREAD_ONCE_INIT;
-    pthread_once(&setup, setup_once);
     /* Before the request: a cancellation point that sees the flag tests the
      * word (ito__posix_cp_enter). */
     __atomic_store_n(&ito__posix_cancel_used, true, __ATOMIC_SEQ_CST);
@@ -285,19 +346,8 @@ ITO_POSIX_API int pthread_cancel(pthread_t th)
      * (ito__posix_cancel_exit), so it is never listed after it has looked. */
     ito_mutex_lock(&pending_lock);
     int c = atomic_fetch_or(word(pt), CANCELING | CANCELED);
-    if (!(c & (CANCELED | CANCEL_EXITING))) {
-        pt->cancel_next = pending;
-        pending = pt;
-        pt->cancel_listed = true;
-        deliver(pt);
-        if (!canceller_running) {
-            ito_attr_t a;
-            ito_attr_init(&a);
-            ito_attr_set_detached(&a, true);
-            ito_attr_set_name(&a, "ito-canceller");
-            canceller_running = ito_spawn(NULL, &a, canceller, NULL) == 0;
-        }
-    }
+    if (!(c & (CANCELED | CANCEL_EXITING)))
+        list_and_deliver(pt);
     ito_mutex_unlock(&pending_lock);
     return 0;
 }
@@ -328,9 +378,17 @@ void ito__posix_cp_end(void *token)
 
 int ito__posix_cp_check(int r)
 {
-    if (r == EINTR)
-        libc_testcancel();   /* interrupted by a request: act on it */
-    return r;
+    if (r != EINTR) {
+        ito__posix_signals_check();   /* sent while it was ready to run */
+        return r;
+    }
+    /* Interrupted by a request: act on it. */
+    libc_testcancel();
+    struct ito__pthread *pt = ito__pthread_self();
+    bool eintr = false;
+    if (!pt || !ito__posix_signals_raise(pt, &eintr))
+        return ITO__CP_AGAIN;
+    return eintr ? EINTR : ITO__CP_RESTART;
 }
 
 int ito__posix_cp_leave(void *token, int r)
@@ -343,17 +401,19 @@ void ito__posix_cancel_exit(struct ito__pthread *pt)
 {
     if (!pt->cancellable || !supported)
         return;
-    /* seq_cst: ordered against pthread_cancel's fetch_or on the same word. */
+    /* seq_cst: ordered against pthread_cancel's fetch_or on the same word,
+     * and ito__posix_request's load of it. */
     atomic_fetch_or(word(pt), CANCEL_EXITING);
-    if (!__atomic_load_n(&ito__posix_cancel_used, __ATOMIC_SEQ_CST))
+    if (!__atomic_load_n(&ito__posix_cancel_used, __ATOMIC_SEQ_CST) &&
+        !__atomic_load_n(&ito__posix_signals_used, __ATOMIC_SEQ_CST))
         return;
     ito_mutex_lock(&pending_lock);
-    if (pt->cancel_listed) {
+    if (pt->listed) {
         struct ito__pthread **p = &pending;
         while (*p != pt)
-            p = &(*p)->cancel_next;
-        *p = pt->cancel_next;
-        pt->cancel_listed = false;
+            p = &(*p)->next_listed;
+        *p = pt->next_listed;
+        pt->listed = false;
     }
     ito_mutex_unlock(&pending_lock);
 }

@@ -136,8 +136,9 @@ static int wait(pthread_cond_t *uc, pthread_mutex_t *um, uint64_t deadline)
     if (e && e != EOWNERDEAD)
         return e;
     m->count |= count;
-    if (ito__posix_cp_check(r) == EINTR)
-        r = 0;   /* no request behind it: a spurious wake-up, which POSIX allows */
+    r = ito__posix_cp_check(r);
+    if (r == EINTR || r == ITO__CP_RESTART || r == ITO__CP_AGAIN)
+        r = 0;   /* a signal's handler ran, or nothing: a spurious wake-up, which POSIX allows */
     return e ? e : r;
 }
 

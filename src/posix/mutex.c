@@ -237,6 +237,7 @@ int ito__pmutex_lock(struct ito__pmutex *m, uint64_t deadline)
         if ((exp & ~ITO__MUTEX_WAITERS) == self)
             return relock(m, false);
         e = ito__lockword_lock_slow(&m->word, &m->lk, &m->q, self, deadline);
+        ito__posix_signals_check();   /* (sent while it waited) */
     }
     if (ITO_UNLIKELY(m->kind & KIND_ROBUST) && !e)
         e = robust_acquired(m);

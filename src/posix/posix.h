@@ -4,6 +4,7 @@
 #ifndef ITO_POSIX_POSIX_H
 #define ITO_POSIX_POSIX_H
 
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -42,9 +43,14 @@ struct ito__pthread {
     bool cancellable;               /* runs above a frame that unwinding ends in (thread.c) */
     bool exiting;                   /* pthread_exit: `result` is its value, not PTHREAD_CANCELED */
     void *result;
-    _Atomic bool cancel_signal;     /* the cancellation signal sent to its carrier is for it */
-    bool cancel_listed;             /* on the list of requests not acted on (pending_lock) */
-    struct ito__pthread *cancel_next;
+    /* Requests from other threads (posix/cancel.c): a cancellation, or
+     * signals sent to it (posix/signal.c), delivered until acted on. */
+    _Atomic bool poked;             /* the signal sent to its carrier is for it */
+    bool listed;                    /* on the list of requests (pending_lock) */
+    struct ito__pthread *next_listed;
+    _Atomic uint64_t sig_pending;   /* signals sent to it: bit sig - 1 */
+    _Atomic uint64_t sig_valued;    /* ... of which pthread_sigqueue gave sig_value[sig - 1] */
+    _Atomic uint64_t sig_value[64];  /* (a union sigval's bytes) */
     void **robust;                  /* the robust mutexes it holds (their addresses) */
     size_t nrobust, robust_cap;
     /* Attributes it was created with, for pthread_getattr_np. */
@@ -98,6 +104,31 @@ struct sched_param;
 int ito__posix_priority(int policy, int prio);
 int ito__posix_check_sched(int policy, const struct sched_param *p);
 
+/* Requests to other threads (posix/cancel.c): make pt notice a request
+ * (cancellation, or a signal in sig_pending) now if it can, and again every
+ * millisecond until it has acted on it or exited. */
+void ito__posix_request(struct ito__pthread *pt);
+/* Requests can be made: the C library's descriptor is laid out as expected. */
+bool ito__posix_requests_supported(void);
+/* pthread_kill or pthread_sigqueue has been called in this process. */
+extern bool ito__posix_signals_used;
+/* After a call that may have switched (the thread may have been ready, not
+ * running, when a signal was sent to it): run the handlers of the signals
+ * sent to the calling thread meanwhile. A load when no signal was ever sent
+ * to a thread. */
+void ito__posix_signals_check_slow(void);
+static inline void ito__posix_signals_check(void)
+{
+    if (__builtin_expect(__atomic_load_n(&ito__posix_signals_used, __ATOMIC_RELAXED), 0))
+        ito__posix_signals_check_slow();
+}
+
+/* The calling thread runs the handlers of the signals sent to it (true if
+ * there were any): each is raised on its own kernel thread (posix/signal.c).
+ * *eintr (if asked) becomes true if one of them has a handler installed
+ * without SA_RESTART, which ends an interrupted system call with EINTR. */
+bool ito__posix_signals_raise(struct ito__pthread *self, bool *eintr);
+
 /* Cancellation (posix/cancel.c). Once, at the start: find the C library's
  * cancellation word. */
 void ito__posix_cancel_init(void);
@@ -107,8 +138,15 @@ void ito__posix_cancel_exit(struct ito__pthread *pt);
 extern bool ito__posix_cancel_used;
 /* Around a wait that is a cancellation point: enter acts on a request
  * already made and makes the wait interruptible; leave, given the wait's
- * result, acts on a request that interrupted it (EINTR). If leave returns
- * EINTR, no request was behind it: wait again, or report a spurious wake. */
+ * result, acts on a request that interrupted it (EINTR): a cancellation, or
+ * signals, whose handlers it runs. It returns EINTR if a handler without
+ * SA_RESTART ran (the wait reports EINTR where POSIX lets it, or a spurious
+ * wake-up), ITO__CP_RESTART if only handlers with SA_RESTART ran (a call
+ * the kernel would restart waits again; a sleep, which it never restarts,
+ * reports EINTR), and ITO__CP_AGAIN if nothing was behind the interruption
+ * (wait again). */
+#define ITO__CP_AGAIN (-1)
+#define ITO__CP_RESTART (-2)
 void *ito__posix_cp_enter(void);
 int ito__posix_cp_leave(void *token, int r);
 /* leave in two halves, for a wait that must do something between them (a

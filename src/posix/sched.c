@@ -39,6 +39,7 @@ int ito__posix_check_sched(int policy, const struct sched_param *p)
 ITO_POSIX_API int sched_yield(void)
 {
     ito_yield();
+    ito__posix_signals_check();
     return 0;
 }
 

@@ -98,8 +98,8 @@ static int cancellable(sem_t *s, const struct timespec *mono)
     for (;;) {
         void *cp = ito__posix_cp_enter();
         int r = ito__posix_cp_leave(cp, mono ? ito_sem_timedwait(IS(s), mono) : ito_sem_wait(IS(s)));
-        if (r != EINTR)
-            return r;   /* (EINTR: interrupted with no request behind it; wait on) */
+        if (r != ITO__CP_AGAIN && r != ITO__CP_RESTART)
+            return r;   /* (EINTR: a handler without SA_RESTART ran) */
     }
 }
 

@@ -122,8 +122,10 @@ static struct ito__pthread *pool_get(uint32_t refs)
     atomic_store_explicit(&pt->exited, false, memory_order_relaxed);
     atomic_store_explicit(&pt->timed_joiners, 0, memory_order_relaxed);
     atomic_store_explicit(&pt->joining, NULL, memory_order_relaxed);
-    pt->cancellable = pt->exiting = pt->cancel_listed = false;
-    atomic_store_explicit(&pt->cancel_signal, false, memory_order_relaxed);
+    pt->cancellable = pt->exiting = pt->listed = false;
+    atomic_store_explicit(&pt->poked, false, memory_order_relaxed);
+    atomic_store_explicit(&pt->sig_pending, 0, memory_order_relaxed);
+    atomic_store_explicit(&pt->sig_valued, 0, memory_order_relaxed);
     pt->nrobust = 0;
     pt->stack_addr = NULL;
     pt->stack_size = pt->guard_size = 0;

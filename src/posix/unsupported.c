@@ -3,13 +3,11 @@
  * What the POSIX face does not do yet, said loudly.
  *
  * Each of these has a meaning on ito threads that needs work of its own:
- * per-thread signal masks and signals sent to one thread (the carrier's mask
- * is not the thread's), a thread's CPU-time clock (ito does not account
+ * per-thread signal masks (the carrier's mask is not the thread's), a thread's CPU-time clock (ito does not account
  * time per thread), moving one thread to a set of CPUs. The C library's
  * versions would act on the kernel thread that happens to carry the caller
  * — silently wrong — so each fails with ENOSYS and says so once on stderr.
- * What needs no work is done: a signal 0 tells whether a thread exists, a
- * thread's CPU set is the process's. On a kernel thread of the C library's
+ * What needs no work is done: a thread's CPU set is the process's. On a kernel thread of the C library's
  * own (ito's dependencies call some of these while ito starts) each is the
  * C library's.
  */
@@ -49,24 +47,6 @@ static bool ours(pthread_t th)
             atomic_store_explicit(&f_, p_ = ito__libc_symbol(#name, version), memory_order_relaxed); \
         (__typeof__(&name))p_;                                                          \
     })
-
-ITO_POSIX_API int pthread_kill(pthread_t th, int sig)
-{
-    if (!ours(th))
-        return LIBC(pthread_kill, "GLIBC_2.2.5")(th, sig);
-    if (sig < 0 || sig >= NSIG)
-        return EINVAL;
-    if (sig == 0)
-        return 0;
-    UNSUPPORTED("pthread_kill", "a signal cannot be sent to one ito thread yet");
-}
-
-ITO_POSIX_API int pthread_sigqueue(pthread_t th, int sig, const union sigval value)
-{
-    if (!ours(th))
-        return LIBC(pthread_sigqueue, "GLIBC_2.11")(th, sig, value);
-    UNSUPPORTED("pthread_sigqueue", "a signal cannot be sent to one ito thread yet");
-}
 
 ITO_POSIX_API int pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
 {

@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <ucontext.h>
 
 /* Spin-wait hint. */
 static inline void ito__cpu_relax(void) { __asm__ __volatile__("pause" ::: "memory"); }
@@ -141,6 +142,21 @@ static inline void ito__arch_critical_or(uint32_t bits)
  * rbx, rdx, rax, rcx, rsp (sys/ucontext.h). */
 #define ITO__ARCH_UC_NGPR 16
 #define ITO_ARCH_UC_GPR(uc, i) ((uintptr_t)(uc)->uc_mcontext.gregs[i])
+
+/* An interrupted context about to issue a system call — one the kernel has
+ * set up to restart after the handler (SA_RESTART: the instruction pointer
+ * back on the `syscall` instruction, 0f 05), or one not yet issued — is made
+ * to see that call fail with EINTR instead, as if a handler without
+ * SA_RESTART had interrupted it. False if it is not at a system call. */
+static inline bool ito__arch_uc_syscall_eintr(ucontext_t *uc)
+{
+    const unsigned char *pc = (const unsigned char *)uc->uc_mcontext.gregs[REG_RIP];
+    if (pc[0] != 0x0f || pc[1] != 0x05)
+        return false;
+    uc->uc_mcontext.gregs[REG_RIP] += 2;
+    uc->uc_mcontext.gregs[REG_RAX] = -4;   /* -EINTR */
+    return true;
+}
 
 /* The thread pointer (the %fs base): glibc keeps its own address at %fs:0.
  * The static TLS blocks lie below it, the C library's thread descriptor

@@ -1,0 +1,167 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Signals sent to one thread: pthread_kill and pthread_sigqueue.
+ *
+ * POSIX says a signal sent to a thread is delivered to that thread: its
+ * handler runs on that thread's stack, interrupting what it was doing. The
+ * kernel can only send a signal to a kernel thread, and an ito thread has
+ * none of its own. So the signal is kept on the target (a bit in
+ * sig_pending, and pthread_sigqueue's value), and the target raises it on
+ * whatever kernel thread carries it at a moment when it cannot move: the
+ * kernel then delivers it there, at once, with everything a real signal
+ * has — the program's handler, its sa_mask and flags, SA_SIGINFO's siginfo
+ * (SI_TKILL, or SI_QUEUE with the value, and the sender's process), the
+ * default action for a signal without a handler.
+ *
+ * The target notices, as it notices a cancellation (posix/cancel.c): if it
+ * waits in one of the POSIX face's interruptible waits, the wait ends with
+ * EINTR and the wait raises the signals, then returns EINTR where POSIX lets
+ * it (sleeps, semaphore waits) or a spurious wake-up (condition waits), or
+ * waits on (joins); if it runs, its carrier gets the poke signal, whose
+ * handler raises them; if it was preempted, it raises them when it resumes
+ * in the tick's handler; otherwise (ready after a yield, or parked on a
+ * mutex) the poke is sent again every millisecond until it has run them.
+ *
+ * What differs from glibc's threads: ito threads do not have signal masks
+ * of their own yet (pthread_sigmask fails with ENOSYS), so a signal sent to
+ * a thread is never held back by one; two sends of one signal before the
+ * target runs either arrive as one, as for standard signals (a real-time
+ * signal sent twice by pthread_sigqueue is not queued twice, and the second
+ * value replaces the first); and a handler that runs while the thread waits
+ * for a mutex runs only once it has the mutex.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "base/libc.h"
+#include "posix/posix.h"
+#include "runtime/critical.h"
+
+#define SIGCANCEL_NUMBER 32   /* glibc's internal signals: refused, as glibc does */
+#define SIGSETXID_NUMBER 33
+
+bool ito__posix_signals_used;
+
+static bool valid(int sig) { return sig >= 0 && sig < NSIG && sig != SIGCANCEL_NUMBER && sig != SIGSETXID_NUMBER; }
+
+/* Raise sig on the calling kernel thread, which carries the caller and
+ * cannot move to another one meanwhile: the kernel delivers it before this
+ * returns. Without a value, the C library's raise (its gettid and tgkill
+ * run inside the C library, where no time slice ends: upcall/preempt.c);
+ * with one, the same two system calls inside a critical section, so the
+ * handler runs inside it too. */
+static void raise_here(int sig, const union sigval *value)
+{
+    if (!value) {
+        raise(sig);
+        return;
+    }
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    si.si_signo = sig;
+    si.si_code = SI_QUEUE;
+    si.si_pid = getpid();
+    si.si_uid = getuid();
+    si.si_value = *value;
+    ito__critical_enter();
+    syscall(SYS_rt_tgsigqueueinfo, si.si_pid, (pid_t)syscall(SYS_gettid), sig, &si);
+    ito__critical_exit();
+}
+
+/* Would sig's handler end an interrupted system call with EINTR (a handler
+ * installed without SA_RESTART)? */
+static bool interrupts(int sig)
+{
+    struct sigaction sa;
+    if (sigaction(sig, NULL, &sa) != 0)
+        return false;
+    bool handler = (sa.sa_flags & SA_SIGINFO) || (sa.sa_handler != SIG_DFL && sa.sa_handler != SIG_IGN);
+    return handler && !(sa.sa_flags & SA_RESTART);
+}
+
+bool ito__posix_signals_raise(struct ito__pthread *self, bool *eintr)
+{
+    /* Acquire pairs with the sender's release or: the value is there. */
+    uint64_t pending = atomic_exchange_explicit(&self->sig_pending, 0, memory_order_acquire);
+    if (!pending)
+        return false;
+    uint64_t valued = atomic_fetch_and_explicit(&self->sig_valued, ~pending, memory_order_acquire) & pending;
+    for (int sig = 1; pending; sig++, pending >>= 1)
+        if (pending & 1) {
+            uint64_t raw = atomic_load_explicit(&self->sig_value[sig - 1], memory_order_relaxed);
+            union sigval v;
+            memcpy(&v, &raw, sizeof v);
+            if (eintr && interrupts(sig))
+                *eintr = true;
+            raise_here(sig, valued & (1ull << (sig - 1)) ? &v : NULL);
+        }
+    return true;
+}
+
+void ito__posix_signals_check_slow(void)
+{
+    struct ito__pthread *self = ito__pthread_self();
+    if (self && atomic_load_explicit(&self->sig_pending, memory_order_relaxed))
+        ito__posix_signals_raise(self, NULL);
+}
+
+static int send_to(pthread_t th, int sig, const union sigval *value)
+{
+    struct ito__pthread *pt = ito__pthread_of(th);
+    if (!valid(sig))
+        return EINVAL;
+    if (!pt->cancellable)
+        return ESRCH;   /* a thread of ito's own API: not a POSIX thread */
+    if (sig == 0)
+        return 0;
+    if (!ito__posix_requests_supported()) {
+        static atomic_flag said = ATOMIC_FLAG_INIT;
+        if (!atomic_flag_test_and_set(&said))
+            ito__posix_unsupported(value ? "pthread_sigqueue" : "pthread_kill",
+                                   "this C library's thread descriptor is not laid out as libito-pthread expects");
+        return ENOSYS;
+    }
+    if (pt == ito__pthread_self()) {
+        raise_here(sig, value);
+        return 0;
+    }
+    __atomic_store_n(&ito__posix_signals_used, true, __ATOMIC_SEQ_CST);
+    uint64_t bit = 1ull << (sig - 1);
+    if (value) {
+        uint64_t v = 0;
+        memcpy(&v, value, sizeof *value);
+        atomic_store_explicit(&pt->sig_value[sig - 1], v, memory_order_relaxed);
+        atomic_fetch_or_explicit(&pt->sig_valued, bit, memory_order_release);
+    }
+    atomic_fetch_or_explicit(&pt->sig_pending, bit, memory_order_release);
+    ito__posix_request(pt);
+    return 0;
+}
+
+/* Is th an ito thread? Not a kernel thread of the C library's own (or the
+ * initial thread before ito has started): for those, the C library's call. */
+static bool ours(pthread_t th)
+{
+    struct ito__pthread *pt = ito__pthread_of(th);
+    return pt && (!pt->main || __atomic_load_n(&ito__posix_started, __ATOMIC_ACQUIRE));
+}
+
+ITO_POSIX_API int pthread_kill(pthread_t th, int sig)
+{
+    if (!ours(th))
+        return ((int (*)(pthread_t, int))ito__libc_symbol("pthread_kill", "GLIBC_2.2.5"))(th, sig);
+    return send_to(th, sig, NULL);
+}
+
+ITO_POSIX_API int pthread_sigqueue(pthread_t th, int sig, const union sigval value)
+{
+    if (!ours(th))
+        return ((int (*)(pthread_t, int, const union sigval))ito__libc_symbol("pthread_sigqueue", "GLIBC_2.11"))(
+            th, sig, value);
+    return send_to(th, sig, &value);
+}
