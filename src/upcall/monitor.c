@@ -94,6 +94,12 @@
 /* A carrier that has picked nothing and used no CPU time for this long,
  * while work waits, is asleep in an unbracketed call (runtime/carrier.c). */
 #define ITO__STALL_NS 1000000u
+/* ... or for this long even when no work waits where the monitor can see it
+ * (inbox, global queue, timers) and another vproc is idle: a policy may keep
+ * threads in a busy vproc's own queue, out of an idle vproc's reach for a
+ * while ("affinity": ITO_AFFINITY_IDLE_US), and the idle one may sleep; a
+ * carrier asleep in the kernel must not hold them there for good. */
+#define ITO__STALL_PRIVATE_NS 10000000u
 /* Slowest scan while some vproc is busy and stalls have happened within
  * ITO__STALL_RECENT_NS: a new one is then noticed within ITO__STALL_NS plus
  * this. */
@@ -219,11 +225,10 @@ static bool watch_stall(struct ito__vproc *vp, struct watch *w, uintptr_t mark, 
             *due = now + ITO__STALL_NS;
         return false;
     }
-    if (!could_use(vp))
-        return false;
-    if (now - w->still_since < ITO__STALL_NS) {
-        if (w->still_since + ITO__STALL_NS < *due)
-            *due = w->still_since + ITO__STALL_NS;
+    uint64_t stall = could_use(vp) ? ITO__STALL_NS : ITO__STALL_PRIVATE_NS;
+    if (now - w->still_since < stall) {
+        if (w->still_since + stall < *due)
+            *due = w->still_since + stall;
         return false;
     }
     if (!take_stalled(vp, carrier))
