@@ -170,7 +170,11 @@ bool ito__claim_slow(struct ito__thread *t)
     ito__spin_lock(&t->lk);
     int s = ito__thread_state(t);
     bool stop = atomic_load_explicit(&t->susp_req, memory_order_relaxed);
-    ito__thread_set_state(t, s, stop ? ITO__TS_SUSPENDED : ITO__TS_RUNNING);
+    /* RUNNING already, and the request withdrawn meanwhile (ito_resume
+     * between the claim's two looks): nothing to change. */
+    int to = stop ? ITO__TS_SUSPENDED : ITO__TS_RUNNING;
+    if (s != to)
+        ito__thread_set_state(t, s, to);
     ito__spin_unlock(&t->lk);
     return !stop;
 }
