@@ -93,34 +93,18 @@ static bool deliverer_running;
 
 static _Atomic int *word(const struct ito__pthread *pt) { return ito__tcb_cancelhandling(pt->tp); }
 
-/* The C library's functions, looked up on first use: a library constructor
- * may call them before ours has run. */
-static void *libc_fn(void *_Atomic *slot, const char *name)
-{
-    void *f = atomic_load_explicit(slot, memory_order_relaxed);
-    if (!f) {
-        f = ito__libc_symbol(name, "GLIBC_2.2.5");
-        atomic_store_explicit(slot, f, memory_order_relaxed);
-    }
-    return f;
-}
-
-static void libc_testcancel(void)
-{
-    static void *_Atomic f;
-    ((void (*)(void))libc_fn(&f, "pthread_testcancel"))();
-}
+/* The C library's functions (looked up on first use: a library constructor
+ * may call them before ours has run). */
+static void libc_testcancel(void) { ITO__POSIX_LIBC(pthread_testcancel, "GLIBC_2.2.5")(); }
 
 static int libc_setcancelstate(int state, int *old)
 {
-    static void *_Atomic f;
-    return ((int (*)(int, int *))libc_fn(&f, "pthread_setcancelstate"))(state, old);
+    return ITO__POSIX_LIBC(pthread_setcancelstate, "GLIBC_2.2.5")(state, old);
 }
 
 static int libc_setcanceltype(int type, int *old)
 {
-    static void *_Atomic f;
-    return ((int (*)(int, int *))libc_fn(&f, "pthread_setcanceltype"))(type, old);
+    return ITO__POSIX_LIBC(pthread_setcanceltype, "GLIBC_2.2.5")(type, old);
 }
 
 static void on_preempted_resume(void);
@@ -320,8 +304,7 @@ ITO_POSIX_API int pthread_cancel(pthread_t th)
     struct ito__pthread *pt = ito__pthread_of(th);
     if (!pt) {
         /* A kernel thread of the C library's own: its cancellation. */
-        int (*libc_cancel)(pthread_t) = (int (*)(pthread_t))ito__libc_symbol("pthread_cancel", "GLIBC_2.2.5");
-        return libc_cancel(th);
+        return ITO__POSIX_LIBC(pthread_cancel, "GLIBC_2.2.5")(th);
     }
     if (!pt->cancellable)
         return ESRCH;   /* a thread of ito's own API: not a POSIX thread */

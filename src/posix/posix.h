@@ -12,6 +12,8 @@
 
 #include <ito.h>
 
+#include "base/libc.h"
+
 /* The exported names of the POSIX face. */
 #define ITO_POSIX_API __attribute__((visibility("default")))
 
@@ -85,6 +87,26 @@ void ito__pthread_robust_remove(void *m);
  * key's value), since that identity changes when ito adopts the thread. */
 int ito__posix_start(void);
 extern bool ito__posix_started;
+
+/* Is th an ito thread? Not a kernel thread of the C library's own, nor the
+ * initial thread before ito has started: for those, the C library's call is
+ * the right one. */
+static inline bool ito__pthread_ours(unsigned long th)
+{
+    struct ito__pthread *pt = ito__pthread_of(th);
+    return pt && (!pt->main || __atomic_load_n(&ito__posix_started, __ATOMIC_ACQUIRE));
+}
+
+/* The C library's function `name` (of symbol version `version`), looked up
+ * on the first call; of the type the C library's header gives it. */
+#define ITO__POSIX_LIBC(name, version)                                                  \
+    ({                                                                                  \
+        static void *_Atomic f_;                                                        \
+        void *p_ = __atomic_load_n(&f_, __ATOMIC_RELAXED);                              \
+        if (!p_)                                                                        \
+            __atomic_store_n(&f_, p_ = ito__libc_symbol(#name, version), __ATOMIC_RELAXED); \
+        (__typeof__(&name))p_;                                                          \
+    })
 
 static inline void ito__posix_ensure(void)
 {

@@ -143,25 +143,16 @@ static int send_to(pthread_t th, int sig, const union sigval *value)
     return 0;
 }
 
-/* Is th an ito thread? Not a kernel thread of the C library's own (or the
- * initial thread before ito has started): for those, the C library's call. */
-static bool ours(pthread_t th)
-{
-    struct ito__pthread *pt = ito__pthread_of(th);
-    return pt && (!pt->main || __atomic_load_n(&ito__posix_started, __ATOMIC_ACQUIRE));
-}
-
 ITO_POSIX_API int pthread_kill(pthread_t th, int sig)
 {
-    if (!ours(th))
-        return ((int (*)(pthread_t, int))ito__libc_symbol("pthread_kill", "GLIBC_2.2.5"))(th, sig);
+    if (!ito__pthread_ours(th))
+        return ITO__POSIX_LIBC(pthread_kill, "GLIBC_2.2.5")(th, sig);
     return send_to(th, sig, NULL);
 }
 
 ITO_POSIX_API int pthread_sigqueue(pthread_t th, int sig, const union sigval value)
 {
-    if (!ours(th))
-        return ((int (*)(pthread_t, int, const union sigval))ito__libc_symbol("pthread_sigqueue", "GLIBC_2.11"))(
-            th, sig, value);
+    if (!ito__pthread_ours(th))
+        return ITO__POSIX_LIBC(pthread_sigqueue, "GLIBC_2.11")(th, sig, value);
     return send_to(th, sig, &value);
 }

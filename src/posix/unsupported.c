@@ -29,25 +29,6 @@
         return ENOSYS;                                                                  \
     } while (0)
 
-/* Is th an ito thread? Not a kernel thread of the C library's own (or the
- * initial thread before ito has started): for those, the C library's call
- * is the right one. */
-static bool ours(pthread_t th)
-{
-    struct ito__pthread *pt = ito__pthread_of(th);
-    return pt && (!pt->main || __atomic_load_n(&ito__posix_started, __ATOMIC_ACQUIRE));
-}
-
-/* The C library's function `name`, looked up on first use. */
-#define LIBC(name, version)                                                             \
-    ({                                                                                  \
-        static void *_Atomic f_;                                                        \
-        void *p_ = atomic_load_explicit(&f_, memory_order_relaxed);                     \
-        if (!p_)                                                                        \
-            atomic_store_explicit(&f_, p_ = ito__libc_symbol(#name, version), memory_order_relaxed); \
-        (__typeof__(&name))p_;                                                          \
-    })
-
 ITO_POSIX_API int pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
 {
     if (!ito__thread_self())
@@ -62,22 +43,22 @@ ITO_POSIX_API int pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
 
 ITO_POSIX_API int pthread_getcpuclockid(pthread_t th, clockid_t *clock)
 {
-    if (!ours(th))
+    if (!ito__pthread_ours(th))
         return ito__libc_pthread_getcpuclockid(th, clock);
     UNSUPPORTED("pthread_getcpuclockid", "ito does not account CPU time per thread yet");
 }
 
 ITO_POSIX_API int pthread_getaffinity_np(pthread_t th, size_t size, cpu_set_t *set)
 {
-    if (!ours(th))
-        return LIBC(pthread_getaffinity_np, "GLIBC_2.3.4")(th, size, set);
+    if (!ito__pthread_ours(th))
+        return ITO__POSIX_LIBC(pthread_getaffinity_np, "GLIBC_2.3.4")(th, size, set);
     /* An ito thread may run on any of the process's CPUs. */
     return sched_getaffinity(0, size, set) == 0 ? 0 : errno;
 }
 
 ITO_POSIX_API int pthread_setaffinity_np(pthread_t th, size_t size, const cpu_set_t *set)
 {
-    if (!ours(th))
-        return LIBC(pthread_setaffinity_np, "GLIBC_2.3.4")(th, size, set);
+    if (!ito__pthread_ours(th))
+        return ITO__POSIX_LIBC(pthread_setaffinity_np, "GLIBC_2.3.4")(th, size, set);
     UNSUPPORTED("pthread_setaffinity_np", "an ito thread cannot be bound to CPUs yet");
 }
