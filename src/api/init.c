@@ -28,6 +28,7 @@
 #include "policy/registry.h"
 #include "runtime/runtime.h"
 #include "runtime/sched.h"
+#include "runtime/sigmask.h"
 #include "runtime/stack.h"
 #include "runtime/vproc.h"
 #include "cpushare/agent.h"
@@ -132,6 +133,7 @@ static int start(const ito_config_t *c, bool adopt)
     ito__rings_init();
     ito__overflow_install();
     ito__preempt_init();
+    ito__sigmask_init();
     ito__fork_init();
     ito__agent_configure();
     if (adopt && (e = ito__activation_adopt(ito__rt.vprocs[0])))

@@ -9,7 +9,10 @@
 
 /* Start fn(arg) on a new detached kernel thread with a `stack`-byte stack,
  * named `name` if not NULL (what top and gdb show); its handle in *out if
- * not NULL. 0, or pthread_create's error. */
+ * not NULL. 0, or pthread_create's error. It starts with every signal
+ * blocked: a signal for the process is never handled on one of ito's own
+ * threads by accident (an activation, which runs the program's threads,
+ * unblocks what they accept: runtime/sigmask.c). */
 int ito__kthread_start(const char *name, size_t stack, void *(*fn)(void *), void *arg, pthread_t *out);
 
 #endif

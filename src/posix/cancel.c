@@ -69,6 +69,7 @@
 #include "posix/tcb.h"
 #include "runtime/critical.h"
 #include "runtime/hooks.h"
+#include "runtime/sigmask.h"
 #include "runtime/thread.h"
 #include "runtime/vproc.h"
 #include "runtime/wait.h"
@@ -136,6 +137,10 @@ static void on_cancel_signal(int sig, siginfo_t *si, void *uc)
         return;
     int saved = errno;
     struct ito__pthread *pt = ito__pthread_self();
+    /* A wait in the kernel that this ends with EINTR (a poke for pt, or one
+     * meant for the thread this kernel thread ran before) waits again
+     * (sigmask.c, sigwait.c). */
+    ito__sigmask_interrupted();
     /* Acquire pairs with the sender's release store of poked. */
     if (pt && atomic_load_explicit(&pt->poked, memory_order_acquire) &&
         !(ito__arch_critical_get() & ITO__CRITICAL_DEPTH)) {
@@ -184,11 +189,16 @@ static void setup_once(void)
 
 /* Does pt have a request it has not acted on? A cancellation stays one
  * until pt exits (it may be disabled now and enabled later); signals until
- * their handlers have run. */
+ * their handlers have run (those it blocks wait: they are no request). */
 static bool wants(struct ito__pthread *pt)
 {
     int c = atomic_load_explicit(word(pt), memory_order_relaxed);
-    return ((c & CANCELED) && !(c & CANCEL_EXITING)) || atomic_load_explicit(&pt->sig_pending, memory_order_relaxed);
+    if ((c & CANCELED) && !(c & CANCEL_EXITING))
+        return true;
+    if (!atomic_load_explicit(&pt->sig_pending, memory_order_relaxed))
+        return false;
+    struct ito__thread *t = ito__pthread_thread(pt);
+    return t && ito__posix_signals_deliverable(pt, t);
 }
 
 /* Make pt notice its requests now if it can. Under pending_lock: pt has not
@@ -197,12 +207,11 @@ static void deliver(struct ito__pthread *pt)
 {
     int c = atomic_load_explicit(word(pt), memory_order_relaxed);
     bool cancel = (c & CANCELED) && !(c & (CANCEL_DISABLED | CANCEL_EXITING));
-    bool sigs = atomic_load_explicit(&pt->sig_pending, memory_order_acquire) != 0;
-    if (!cancel && !sigs)
-        return;
-    uint64_t ctl;
-    struct ito__thread *t = ito__handle_lookup(pt->id.id, &ctl);
+    struct ito__thread *t = ito__pthread_thread(pt);
     if (!t)
+        return;
+    bool sigs = ito__posix_signals_deliverable(pt, t) != 0;
+    if (!cancel && !sigs)
         return;
     if (ito__wait_interrupt(t))
         return;
@@ -227,6 +236,8 @@ static void deliver(struct ito__pthread *pt)
 static void *deliverer(void *arg)
 {
     (void)arg;
+    /* A thread of ito's own: no signal for the process is handled here. */
+    ito__posix_sigmask_change(SIG_SETMASK, ~0ull, NULL);
     for (;;) {
         ito_sleep_ns(REDELIVER_NS);
         ito_mutex_lock(&pending_lock);

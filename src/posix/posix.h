@@ -17,6 +17,8 @@
 /* The exported names of the POSIX face. */
 #define ITO_POSIX_API __attribute__((visibility("default")))
 
+struct ito__thread;
+
 /* A POSIX thread: one per thread pointer (posix/tcb.c), pooled with it. The
  * pthread_t of a thread is its thread pointer, as in glibc, so that the C
  * library's own idea of "the current thread" and pthread_self() agree. */
@@ -53,6 +55,11 @@ struct ito__pthread {
     _Atomic uint64_t sig_pending;   /* signals sent to it: bit sig - 1 */
     _Atomic uint64_t sig_valued;    /* ... of which pthread_sigqueue gave sig_value[sig - 1] */
     _Atomic uint64_t sig_value[64];  /* (a union sigval's bytes) */
+    /* Signal masks (posix/sigmask.c; the mask itself is the ito thread's:
+     * runtime/sigmask.c). */
+    _Atomic uint64_t sig_waiting;   /* what it waits for in sigwait or sigsuspend: taken by
+                                       the wait, never raised by a poke */
+    _Atomic uint64_t sig_nudged;    /* signals for the process it was woken to take (sigroute.c) */
     void **robust;                  /* the robust mutexes it holds (their addresses) */
     size_t nrobust, robust_cap;
     /* Attributes it was created with, for pthread_getattr_np. */
@@ -75,6 +82,12 @@ struct ito__pthread *ito__pthread_of(unsigned long th);
 /* Call fn(tp, arg) for every thread pointer the POSIX face ever made (live
  * or pooled; not the initial thread's, which the C library knows). */
 void ito__pthread_each_tp(void (*fn)(uintptr_t tp, const void *arg), const void *arg);
+
+/* Call fn for the initial thread (once ito has started) and every object
+ * ever made (live or pooled). Objects are never freed: safe anywhere. */
+void ito__pthread_each(void (*fn)(struct ito__pthread *pt, void *arg), void *arg);
+/* The ito thread behind pt, if it is alive (a pooled object's: NULL). */
+struct ito__thread *ito__pthread_thread(struct ito__pthread *pt);
 
 /* The calling thread holds, or no longer holds, a robust mutex. */
 void ito__pthread_robust_add(void *m);
@@ -150,6 +163,24 @@ static inline void ito__posix_signals_check(void)
  * *eintr (if asked) becomes true if one of them has a handler installed
  * without SA_RESTART, which ends an interrupted system call with EINTR. */
 bool ito__posix_signals_raise(struct ito__pthread *self, bool *eintr);
+
+/* Signal masks (posix/sigmask.c, posix/sigroute.c). A thread has changed
+ * its mask: waits that are cancellation points are also interruptible for
+ * signals kept for the process. */
+extern bool ito__posix_masks_used;
+/* The calling thread's mask changes (ito__sigmask_change, and what follows
+ * for the POSIX face: the router starts, signals it now accepts are routed
+ * to it). */
+void ito__posix_sigmask_change(int how, uint64_t set, uint64_t *old);
+/* ito has adopted the initial thread (pt): the signals pending on its
+ * kernel thread are the ito thread's now. */
+void ito__posix_sigmask_adopted(struct ito__pthread *pt);
+/* The signals sent to pt that it would take now: not blocked, or waited for. */
+uint64_t ito__posix_signals_deliverable(struct ito__pthread *pt, struct ito__thread *t);
+/* Signals kept for the process (posix/sigroute.c): start routing them (once
+ * masks are used), and tell the router that some thread now accepts `bits`. */
+void ito__posix_sigroute_start(void);
+void ito__posix_sigroute_accept(uint64_t bits);
 
 /* Cancellation (posix/cancel.c). Once, at the start: find the C library's
  * cancellation word. */

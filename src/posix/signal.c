@@ -41,6 +41,7 @@
 #include "base/libc.h"
 #include "posix/posix.h"
 #include "runtime/critical.h"
+#include "runtime/sigmask.h"
 
 #define SIGCANCEL_NUMBER 32   /* glibc's internal signals: refused, as glibc does */
 #define SIGSETXID_NUMBER 33
@@ -58,7 +59,7 @@ static bool valid(int sig) { return sig >= 0 && sig < NSIG && sig != SIGCANCEL_N
 static void raise_here(int sig, const union sigval *value)
 {
     if (!value) {
-        raise(sig);
+        ITO__POSIX_LIBC(raise, "GLIBC_2.2.5")(sig);   /* (raise is the POSIX face's: sigmask.c) */
         return;
     }
     siginfo_t si;
@@ -84,12 +85,29 @@ static bool interrupts(int sig)
     return handler && !(sa.sa_flags & SA_RESTART);
 }
 
+uint64_t ito__posix_signals_deliverable(struct ito__pthread *pt, struct ito__thread *t)
+{
+    /* seq_cst: the sender sets sig_pending, then looks at sig_waiting; a
+     * waiter sets sig_waiting, then looks at sig_pending (sigwait.c): one of
+     * the two sees the other. */
+    uint64_t pending = atomic_load(&pt->sig_pending);
+    return pending & (~ito__sigmask_of(t) | atomic_load(&pt->sig_waiting));
+}
+
 bool ito__posix_signals_raise(struct ito__pthread *self, bool *eintr)
 {
+    /* Signals of the process it was woken for (sigroute.c): the kernel
+     * delivered them as it resumed, with its mask (runtime/sigmask.c). */
+    uint64_t nudged = atomic_exchange_explicit(&self->sig_nudged, 0, memory_order_relaxed);
+    for (uint64_t n = eintr ? nudged : 0; n; n &= n - 1)
+        if (interrupts(__builtin_ctzll(n) + 1))
+            *eintr = true;
+    /* Those it blocks stay pending, and so do those a sigwait takes. */
+    uint64_t keep = ito__sigmask_self() | atomic_load(&self->sig_waiting);
     /* Acquire pairs with the sender's release or: the value is there. */
-    uint64_t pending = atomic_exchange_explicit(&self->sig_pending, 0, memory_order_acquire);
+    uint64_t pending = atomic_fetch_and_explicit(&self->sig_pending, keep, memory_order_acquire) & ~keep;
     if (!pending)
-        return false;
+        return nudged != 0;
     uint64_t valued = atomic_fetch_and_explicit(&self->sig_valued, ~pending, memory_order_acquire) & pending;
     for (int sig = 1; pending; sig++, pending >>= 1)
         if (pending & 1) {
@@ -126,20 +144,21 @@ static int send_to(pthread_t th, int sig, const union sigval *value)
                                    "this C library's thread descriptor is not laid out as libito-pthread expects");
         return ENOSYS;
     }
-    if (pt == ito__pthread_self()) {
+    uint64_t bit = 1ull << (sig - 1);
+    if (pt == ito__pthread_self() && !(ito__sigmask_self() & bit)) {
         raise_here(sig, value);
         return 0;
     }
     __atomic_store_n(&ito__posix_signals_used, true, __ATOMIC_SEQ_CST);
-    uint64_t bit = 1ull << (sig - 1);
     if (value) {
         uint64_t v = 0;
         memcpy(&v, value, sizeof *value);
         atomic_store_explicit(&pt->sig_value[sig - 1], v, memory_order_relaxed);
         atomic_fetch_or_explicit(&pt->sig_valued, bit, memory_order_release);
     }
-    atomic_fetch_or_explicit(&pt->sig_pending, bit, memory_order_release);
-    ito__posix_request(pt);
+    atomic_fetch_or_explicit(&pt->sig_pending, bit, memory_order_seq_cst);   /* (deliverable) */
+    if (pt != ito__pthread_self())
+        ito__posix_request(pt);   /* (itself: it blocks it) */
     return 0;
 }
 

@@ -76,6 +76,21 @@ void ito__pthread_each_tp(void (*fn)(uintptr_t tp, const void *arg), const void 
         fn(pt->tp, arg);
 }
 
+void ito__pthread_each(void (*fn)(struct ito__pthread *pt, void *arg), void *arg)
+{
+    if (__atomic_load_n(&ito__posix_started, __ATOMIC_ACQUIRE))
+        fn(&main_thread, arg);
+    for (struct ito__pthread *pt = atomic_load_explicit(&all, memory_order_acquire); pt; pt = pt->all_next)
+        fn(pt, arg);
+}
+
+struct ito__thread *ito__pthread_thread(struct ito__pthread *pt)
+{
+    uint64_t ctl;
+    uint64_t id = __atomic_load_n(&pt->id.id, __ATOMIC_RELAXED);   /* (ito__spawn stores it so) */
+    return id ? ito__handle_lookup(id, &ctl) : NULL;
+}
+
 static void pool_put(struct ito__pthread *pt)
 {
     ito__critical_enter();
@@ -114,7 +129,7 @@ static struct ito__pthread *pool_get(uint32_t refs)
     }
     atomic_store_explicit(&pt->refs, refs, memory_order_relaxed);
     atomic_store_explicit(&pt->detached, !(refs & ITO__PT_REF_ID), memory_order_relaxed);
-    pt->id = ITO_THREAD_NULL;
+    __atomic_store_n(&pt->id.id, 0, __ATOMIC_RELAXED);   /* (ito__pthread_thread) */
     if (!pt->reused) {
         ito_mutex_init(&pt->exit_lock);
         ito_cond_init(&pt->exit_cond);
@@ -126,6 +141,8 @@ static struct ito__pthread *pool_get(uint32_t refs)
     atomic_store_explicit(&pt->poked, false, memory_order_relaxed);
     atomic_store_explicit(&pt->sig_pending, 0, memory_order_relaxed);
     atomic_store_explicit(&pt->sig_valued, 0, memory_order_relaxed);
+    atomic_store_explicit(&pt->sig_waiting, 0, memory_order_relaxed);
+    atomic_store_explicit(&pt->sig_nudged, 0, memory_order_relaxed);
     pt->nrobust = 0;
     pt->stack_addr = NULL;
     pt->stack_size = pt->guard_size = 0;
@@ -296,8 +313,9 @@ int ito__posix_start(void)
     if (n <= 0)
         return EAGAIN;
     if (ito_thread_equal(main_thread.id, ITO_THREAD_NULL) && ito__pthread_self() == &main_thread) {
-        main_thread.id = ito_self();   /* ito adopted it */
+        __atomic_store_n(&main_thread.id.id, ito_self().id, __ATOMIC_RELAXED);   /* ito adopted it */
         redirect_main_unwinding();
+        ito__posix_sigmask_adopted(&main_thread);
     }
     __atomic_store_n(&ito__posix_started, true, __ATOMIC_RELEASE);
     return 0;
@@ -368,6 +386,7 @@ ITO_POSIX_API int pthread_create(pthread_t *th, const pthread_attr_t *attr, void
     struct sched_param param = { 0 };
     size_t stack_size = default_stack_size(), guard = dflt_guard_size;
     void *stack_addr = NULL;
+    struct ito__spawn_extra x = { 0 };
     if (attr) {
         pthread_attr_getdetachstate(attr, &detach);
         pthread_attr_getinheritsched(attr, &inherit);
@@ -382,10 +401,13 @@ ITO_POSIX_API int pthread_create(pthread_t *th, const pthread_attr_t *attr, void
             stack_addr = (char *)lo + lo_size;      /* the caller's stack, by its top */
         sigset_t mask;
         if (pthread_attr_getsigmask_np(attr, &mask) == 0) {
-            static atomic_flag said = ATOMIC_FLAG_INIT;
-            if (!atomic_flag_test_and_set(&said))
-                ito__warn("pthread_create: the attribute's signal mask is ignored: ito threads do not "
-                          "have signal masks of their own yet");
+            x.has_sigmask = true;
+            memcpy(&x.sigmask, &mask, sizeof x.sigmask);
+            if (!__atomic_load_n(&ito__posix_masks_used, __ATOMIC_RELAXED)) {
+                __atomic_store_n(&ito__posix_masks_used, true, __ATOMIC_SEQ_CST);
+                ito__posix_sigroute_start();
+            }
+            ito__posix_sigroute_accept(~x.sigmask);
         }
     }
     struct ito__pthread *self = ito__pthread_self();
@@ -398,7 +420,6 @@ ITO_POSIX_API int pthread_create(pthread_t *th, const pthread_attr_t *attr, void
 
     ito_attr_t ia;
     ito_attr_init(&ia);
-    struct ito__spawn_extra x = { 0 };
     if (stack_addr) {
         x.stack_lo = (char *)stack_addr - stack_size;
         x.stack_size = stack_size;
@@ -547,10 +568,12 @@ static int join(pthread_t th, void **result, bool try, clockid_t clock, const st
     if (try) {
         if (!atomic_load(&pt->exited))
             return EBUSY;
-    } else if (abstime || (self && __atomic_load_n(&ito__posix_cancel_used, __ATOMIC_RELAXED))) {
-        /* A deadline, or a join that a cancellation may have to interrupt
-         * (ito_join cannot be): wait for the exit on the thread's condition
-         * first. A program that never cancels joins the quick way below. */
+    } else if (abstime || (self && (__atomic_load_n(&ito__posix_cancel_used, __ATOMIC_RELAXED) ||
+                                    __atomic_load_n(&ito__posix_masks_used, __ATOMIC_RELAXED)))) {
+        /* A deadline, or a join that a cancellation or a signal for the
+         * process (sigroute.c) may have to interrupt (ito_join cannot be):
+         * wait for the exit on the thread's condition first. A program that
+         * never cancels and never masks a signal joins the quick way below. */
         uint64_t deadline = 0;
         if (abstime) {
             int e = ito__posix_deadline(clock, abstime, &deadline);

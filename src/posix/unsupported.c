@@ -3,8 +3,8 @@
  * What the POSIX face does not do yet, said loudly.
  *
  * Each of these has a meaning on ito threads that needs work of its own:
- * per-thread signal masks (the carrier's mask is not the thread's), a thread's CPU-time clock (ito does not account
- * time per thread), moving one thread to a set of CPUs. The C library's
+ * a thread's CPU-time clock (ito does not account time per thread), moving
+ * one thread to a set of CPUs. The C library's
  * versions would act on the kernel thread that happens to carry the caller
  * — silently wrong — so each fails with ENOSYS and says so once on stderr.
  * What needs no work is done: a thread's CPU set is the process's. On a kernel thread of the C library's
@@ -28,18 +28,6 @@
             ito__posix_unsupported(what, why);                                          \
         return ENOSYS;                                                                  \
     } while (0)
-
-ITO_POSIX_API int pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
-{
-    if (!ito__thread_self())
-        return ito__libc_pthread_sigmask(how, set, old);   /* a kernel thread's own mask */
-    if (!set) {
-        if (old)
-            sigprocmask(SIG_BLOCK, NULL, old);   /* reading the mask changes nothing */
-        return 0;
-    }
-    UNSUPPORTED("pthread_sigmask", "ito threads do not have signal masks of their own yet");
-}
 
 ITO_POSIX_API int pthread_getcpuclockid(pthread_t th, clockid_t *clock)
 {

@@ -37,6 +37,7 @@
 #include "runtime/carrier.h"
 #include "runtime/vproc.h"
 #include "runtime/hooks.h"
+#include "runtime/sigmask.h"
 
 /* Read only from assembly (arch.h): `used` and `externally_visible` keep
  * link-time optimization from dropping or renaming it. */
@@ -74,6 +75,7 @@ void ito__activation_setup_self(struct ito__activation *a)
     __atomic_store_n(&a->tid, gettid(), __ATOMIC_RELEASE);   /* others read it (ito__activation_tid) */
     a->pthread = ito__libc_pthread_self();
     a->critical_word = &ito__tls_critical;
+    a->kmask = ito__sigmask_of_kthread();
     if (ito__libc_pthread_getcpuclockid(a->pthread, &a->cpu_clock) != 0)
         a->cpu_clock = (clockid_t)-1;   /* the monitor then never takes its vproc while asleep */
     /* Signal stack: large enough for a handler with the full AVX-512 state. */
@@ -112,6 +114,7 @@ static void *activation_main(void *arg)
 {
     struct ito__activation *a = arg;
     ito__libc_pthread_setname_np(ito__libc_pthread_self(), "ito-activation");
+    ito__sigmask_carrier_start();
     ito__activation_setup_self(a);
     own_stack(&a->sched_stack);
     a->sched_tsan_fiber = ito__tsan_current();
@@ -168,6 +171,7 @@ struct ito__activation *ito__spare_take(void)
 
 void ito__activation_park(struct ito__activation *a)
 {
+    ito__sigmask_idle(a);   /* a spare runs no thread: no signal is handled here */
     atomic_store_explicit(&a->park, 0, memory_order_relaxed);
     ito__spare_put(a);
     /* Acquire pairs with the monitor's release store of park after it set
@@ -232,5 +236,6 @@ int ito__activation_adopt(struct ito__vproc *vp)
     ito__vproc_set_current(vp, t);
     atomic_store_explicit(&vp->run_state, ITO__VP_BUSY, memory_order_relaxed);
     ito__activation_setup_self(a);
+    atomic_store_explicit(&t->sigmask, a->kmask, memory_order_relaxed);
     return 0;
 }

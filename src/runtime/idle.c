@@ -59,6 +59,7 @@
 #include "runtime/hooks.h"
 #include "runtime/stats.h"
 #include "runtime/ring.h"
+#include "runtime/sigmask.h"
 
 /* An inbox that its vproc has not drained for this long, while the vproc made
  * no scheduling decision at all, is emptied by an idle vproc. */
@@ -371,6 +372,7 @@ struct ito__thread *ito__idle_find(struct ito__vproc *vp)
         bool idle_timeout = false;
         if (!t) {
             maybe_exit_process();
+            ito__sigmask_idle(ito__activation_self());
             uint64_t deadline = ito__timers_earliest();
             if (vp->retry_at && vp->retry_at < deadline)
                 deadline = vp->retry_at;   /* something to take later (find_remote) */

@@ -35,6 +35,7 @@
 #include "runtime/sched.h"
 #include "runtime/stats.h"
 #include "runtime/thread.h"
+#include "runtime/sigmask.h"
 
 struct ito__inline_frame {
     void *jb[5];                    /* __builtin_setjmp buffer */
@@ -89,6 +90,7 @@ ITO_NOINLINE void ito__join_inline(struct ito__thread *self, struct ito__thread 
     t->started = true;
     t->vp = vp;
     ito__vproc_set_current(vp, t);
+    ito__sigmask_after(act, t);
     ITO_STAT_INC(vp, switches);
     *act->errno_ptr = 0;
     /* The child's code runs outside any critical section, as on its own stack. */
@@ -110,6 +112,7 @@ ITO_NOINLINE void ito__join_inline(struct ito__thread *self, struct ito__thread 
     act = ito__activation_self();
     vp = act->vp;
     ito__vproc_set_current(vp, self);
+    ito__sigmask_after(act, self);
     self->vp = vp;
     if (!f.detached)
         ito__thread_set_state(self, ITO__TS_BLOCKED, ITO__TS_RUNNING);

@@ -55,6 +55,7 @@
 #include "runtime/carrier.h"
 #include "runtime/hooks.h"
 #include "runtime/ring.h"
+#include "runtime/sigmask.h"
 
 /* How many picks between two looks at the clock (timers, policy tick) and at
  * the global queue (a power of 2): a few microseconds of switching
@@ -302,6 +303,7 @@ static inline void after_resume(struct ito__thread *self, void *fake_stack)
     }
     if (self && !ITO_OWN_TLS)
         *act->errno_ptr = self->saved_errno;
+    ito__sigmask_after(act, ito__thread_self());   /* last: a handler may run here */
 }
 
 /* ITO_OWN_TLS: run the next context — `next`, or the scheduler context if
@@ -348,11 +350,13 @@ static void switch_to(struct ito__activation *act, struct ito__thread *cur, stru
     if (next) {
         sp = next->started ? wait_saved(next) : start_frame(vp, next);
         next->vp = vp;
+        ito__sigmask_before(act, next);
         lo = next->stack.lo;
         size = next->stack.size;
         fiber = next->tsan_fiber;
         ITO_STAT_INC(vp, switches);
     } else {
+        ito__sigmask_idle(act);   /* no thread runs here: none of its signals are handled */
         sp = act->sched.sp;
         act->sched.sp = NULL;
         lo = act->sched_stack.lo;

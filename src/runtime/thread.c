@@ -35,6 +35,7 @@
 #include "runtime/stats.h"
 #include "runtime/thread.h"
 #include "runtime/wait.h"
+#include "runtime/sigmask.h"
 
 #define ATTR_MAGIC 0x6974f0a7u
 #define ATTR_DETACHED 1u
@@ -239,6 +240,13 @@ int ito__spawn(uint64_t *id_out, const ito_attr_t *attr, void *(*fn)(void *), vo
     t->fn = fn;
     t->arg = arg;
     t->fpctl = ito__arch_fpctl();   /* POSIX: a thread inherits its creator's FP environment */
+    /* ... and signal mask. */
+    if (ITO_UNLIKELY(x && x->has_sigmask)) {
+        atomic_store_explicit(&t->sigmask, x->sigmask & ~ito__sigmask_reserved(), memory_order_relaxed);
+        atomic_store_explicit(&ito__sigmasks_used, true, memory_order_relaxed);   /* before it is ready */
+    } else {
+        atomic_store_explicit(&t->sigmask, ito__sigmask_spawned(), memory_order_relaxed);
+    }
     t->stack_size = stack_size;
     if (ITO_UNLIKELY(x && x->stack_lo)) {
         t->stack.lo = x->stack_lo;   /* not pooled, no guard page of ours */
@@ -251,7 +259,7 @@ int ito__spawn(uint64_t *id_out, const ito_attr_t *attr, void *(*fn)(void *), vo
 
     uint64_t ctl = (atomic_load_explicit(&t->ctl, memory_order_relaxed) & ~(uint64_t)UINT32_MAX) | ctl_flags;
     if (id_out)
-        *id_out = ito__thread_id(t, ctl);
+        __atomic_store_n(id_out, ito__thread_id(t, ctl), __ATOMIC_RELAXED);   /* read meanwhile by others */
     if (vp)
         ITO_STAT_INC(vp, spawns);
     else

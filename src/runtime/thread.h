@@ -104,6 +104,7 @@ struct ito__thread {
     struct ito__inline_frame *inl;    /* running inline on its joiner's stack (inline.c) */
     struct ito__inline_frame *inl_wait; /* joining inline, after the joined thread was moved off */
     uint64_t fpctl;                   /* FP control the thread starts with (its creator's) */
+    _Atomic uint64_t sigmask;         /* its signal mask (sigmask.c); written by itself */
     struct ito__stack stack;
     size_t stack_size;                /* requested usable size */
 
@@ -218,6 +219,8 @@ struct ito__spawn_extra {
                            layer for one, hooks.h); the thread owns it if the spawn succeeds */
     void *stack_lo;     /* a stack the caller provides and keeps (NULL: one from the pool) */
     size_t stack_size;
+    bool has_sigmask;   /* it starts with this signal mask, not its creator's */
+    uint64_t sigmask;
 };
 
 int ito__spawn(uint64_t *id_out, const ito_attr_t *attr, void *(*fn)(void *), void *arg, uint32_t ctl_flags,

@@ -95,6 +95,8 @@ struct ito__activation {
                                        context's copy: rewritten at every switch (sched.c) */
     clockid_t cpu_clock;            /* its CPU-time clock */
     bool stall_handoff;             /* the vproc it was given came from a stall */
+    uint64_t kmask;                 /* this kernel thread's signal mask (runtime/sigmask.c) */
+    _Atomic uint32_t interrupts;    /* ito's own signals handled here (runtime/sigmask.h) */
 };
 
 /* What the next context to run on this vproc must finish for the previous

@@ -88,6 +88,7 @@
 #include "runtime/stats.h"
 #include "runtime/thread.h"
 #include "runtime/vproc.h"
+#include "runtime/sigmask.h"
 
 #define ITO__TIMESLICE_DEFAULT_US 10000
 /* Above the C library's descriptor (struct pthread, ~2.3 KiB in glibc 2.36). */
@@ -202,6 +203,7 @@ static void on_tick(int sig, siginfo_t *si, void *ucv)
         chain(sig, si, ucv);
         return;
     }
+    ito__sigmask_interrupted();   /* (a wait in the kernel it ends waits again) */
     /* Until it switches, the handler runs on the interrupted kernel thread:
      * its activation, vproc and thread stay put. */
     struct ito__activation *a = ito__arch_activation();

@@ -1,0 +1,213 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Each thread's signal mask: pthread_sigmask, sigprocmask, sigpending,
+ * sigsuspend, raise.
+ *
+ * The mask is the ito thread's, and the kernel thread that runs it carries
+ * it (runtime/sigmask.c): the kernel itself then keeps a blocked signal
+ * from the thread and delivers the process's signals to a kernel thread
+ * whose thread accepts them. What is left to the POSIX face:
+ *   - the signals sent to one thread (posix/signal.c) are ito's, kept on
+ *     the thread, not on a kernel thread: one the thread blocks stays
+ *     pending there (sigpending shows it, sigwait takes it) and is raised
+ *     when the thread unblocks it, before pthread_sigmask returns;
+ *   - raise() is such a signal, sent to the calling thread (the C library's
+ *     would leave a blocked one pending on the kernel thread, which another
+ *     thread may run next);
+ *   - a signal for the process that no running thread accepts waits in the
+ *     kernel until a thread that accepts it runs; posix/sigroute.c wakes one
+ *     that waits;
+ *   - sigsuspend waits in the kernel with the thread's mask set to the one
+ *     asked for, so that a signal sent to the thread meanwhile (a poke to
+ *     its kernel thread, posix/cancel.c) ends it, as a signal of the
+ *     process does.
+ * A kernel thread of the C library's own keeps the C library's calls.
+ *
+ * When ito adopts the initial thread, the signals pending on its kernel
+ * thread (sent to it by the C library before ito started) become the ito
+ * thread's.
+ *
+ * Limits: a signal that the kernel sends to the kernel thread itself
+ * (SIGPIPE from a write, SIGXFSZ, a timer aimed at a thread ID) while the
+ * running thread blocks it stays pending on that kernel thread, and is
+ * handled by the next thread run there that accepts it.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "base/libc.h"
+#include "posix/posix.h"
+#include "runtime/sigmask.h"
+#include "runtime/vproc.h"
+
+bool ito__posix_masks_used;
+
+static uint64_t bits_of(const sigset_t *set)
+{
+    uint64_t b;
+    memcpy(&b, set, sizeof b);   /* the kernel's 64 signals are the first word */
+    return b;
+}
+
+static void set_of(uint64_t b, sigset_t *set)
+{
+    sigemptyset(set);
+    memcpy(set, &b, sizeof b);
+}
+
+static sigset_t set_of_sig(int sig)
+{
+    sigset_t s;
+    sigemptyset(&s);
+    sigaddset(&s, sig);
+    return s;
+}
+
+void ito__posix_sigmask_change(int how, uint64_t set, uint64_t *old)
+{
+    if (!__atomic_load_n(&ito__posix_masks_used, __ATOMIC_RELAXED)) {
+        __atomic_store_n(&ito__posix_masks_used, true, __ATOMIC_SEQ_CST);
+        ito__posix_sigroute_start();
+    }
+    uint64_t was;
+    ito__sigmask_change(how, set, &was);
+    if (old)
+        *old = was;
+    uint64_t now = ito__sigmask_self();
+    if (was & ~now) {
+        ito__posix_sigroute_accept(was & ~now);
+        /* POSIX: a pending signal it unblocks is delivered before the call
+         * returns. The kernel's were, as the mask was written; these are
+         * the ones sent to the thread. */
+        struct ito__pthread *pt = ito__pthread_self();
+        if (pt)
+            ito__posix_signals_raise(pt, NULL);
+    }
+}
+
+void ito__posix_sigmask_adopted(struct ito__pthread *pt)
+{
+    /* The kernel thread's own pending signals (SigPnd; ShdPnd is the
+     * process's, which stay with the kernel). */
+    FILE *f = fopen("/proc/thread-self/status", "re");
+    if (!f)
+        return;
+    char line[256];
+    uint64_t mine = 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "SigPnd: %" SCNx64, &mine) == 1)
+            break;
+    fclose(f);
+    for (mine &= ~ito__sigmask_reserved(); mine; mine &= mine - 1) {
+        int sig = __builtin_ctzll(mine) + 1;
+        sigset_t one = set_of_sig(sig);
+        siginfo_t si;
+        struct timespec zero = { 0, 0 };
+        /* The kernel takes a thread's own before the process's. */
+        if (syscall(SYS_rt_sigtimedwait, &one, &si, &zero, sizeof(uint64_t)) != sig)
+            continue;
+        uint64_t bit = ITO__SIGBIT(sig);
+        if (si.si_code == SI_QUEUE) {
+            uint64_t v = 0;
+            memcpy(&v, &si.si_value, sizeof si.si_value);
+            atomic_store_explicit(&pt->sig_value[sig - 1], v, memory_order_relaxed);
+            atomic_fetch_or_explicit(&pt->sig_valued, bit, memory_order_release);
+        }
+        atomic_fetch_or_explicit(&pt->sig_pending, bit, memory_order_seq_cst);
+        __atomic_store_n(&ito__posix_signals_used, true, __ATOMIC_SEQ_CST);
+    }
+}
+
+ITO_POSIX_API int pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
+{
+    if (!ito__thread_self())
+        return ito__libc_pthread_sigmask(how, set, old);   /* a kernel thread's own mask */
+    uint64_t was;
+    if (!set) {
+        was = ito__sigmask_self();   /* only reads: `how` does not matter */
+    } else {
+        if (how != SIG_BLOCK && how != SIG_UNBLOCK && how != SIG_SETMASK)
+            return EINVAL;
+        ito__posix_sigmask_change(how, bits_of(set), &was);
+    }
+    if (old)
+        set_of(was, old);
+    return 0;
+}
+
+ITO_POSIX_API int sigprocmask(int how, const sigset_t *set, sigset_t *old)
+{
+    int e = pthread_sigmask(how, set, old);
+    if (e) {
+        errno = e;
+        return -1;
+    }
+    return 0;
+}
+
+ITO_POSIX_API int sigpending(sigset_t *set)
+{
+    struct ito__pthread *pt = ito__pthread_self();
+    int r = ITO__POSIX_LIBC(sigpending, "GLIBC_2.2.5")(set);   /* the kernel's: its thread's and the process's */
+    if (r == 0 && pt && ito__thread_self()) {
+        uint64_t mine = atomic_load_explicit(&pt->sig_pending, memory_order_acquire) & ito__sigmask_self();
+        set_of(bits_of(set) | mine, set);
+    }
+    return r;
+}
+
+ITO_POSIX_API int raise(int sig)
+{
+    if (!ito__thread_self() || !ito__pthread_self())
+        return ITO__POSIX_LIBC(raise, "GLIBC_2.2.5")(sig);
+    int e = pthread_kill(pthread_self(), sig);
+    if (e) {
+        errno = e;
+        return -1;
+    }
+    return 0;
+}
+
+ITO_POSIX_API int sigsuspend(const sigset_t *mask)
+{
+    struct ito__pthread *pt = ito__pthread_self();
+    struct ito__thread *t = ito__thread_self();
+    if (!pt || !t)
+        return ITO__POSIX_LIBC(sigsuspend, "GLIBC_2.2.5")(mask);
+    uint64_t want = ~bits_of(mask) & ~ito__sigmask_reserved();
+    for (;;) {
+        /* What it accepts while it waits: a signal sent to it meanwhile
+         * interrupts the wait (the poke leaves it pending: the loop raises
+         * it). seq_cst, before it looks at its pending signals: the sender
+         * sets one, then looks at this (ito__posix_signals_deliverable). */
+        atomic_store(&pt->sig_waiting, want);
+        uint64_t mine = atomic_load(&pt->sig_pending) & want;
+        if (mine) {
+            atomic_store_explicit(&pt->sig_waiting, 0, memory_order_relaxed);
+            uint64_t old;
+            ito__posix_sigmask_change(SIG_SETMASK, bits_of(mask), &old);   /* raises them */
+            ito__posix_sigmask_change(SIG_SETMASK, old, NULL);
+            errno = EINTR;
+            return -1;
+        }
+        uint64_t ours = ito__sigmask_interrupts();
+        int r = ITO__POSIX_LIBC(sigsuspend, "GLIBC_2.2.5")(mask);
+        int e = errno;
+        atomic_store_explicit(&pt->sig_waiting, 0, memory_order_relaxed);
+        /* Ended by a poke, which ran no handler: look again. */
+        if (r == -1 && e == EINTR && ito__sigmask_interrupts() != ours &&
+            !(atomic_load(&pt->sig_pending) & want))
+            continue;
+        if (atomic_load(&pt->sig_pending) & want)
+            continue;   /* sent while it woke: run its handler first */
+        errno = e;
+        return r;
+    }
+}
