@@ -22,9 +22,10 @@
  * in the tick's handler; otherwise (ready after a yield, or parked on a
  * mutex) the poke is sent again every millisecond until it has run them.
  *
- * What differs from glibc's threads: ito threads do not have signal masks
- * of their own yet (pthread_sigmask fails with ENOSYS), so a signal sent to
- * a thread is never held back by one; two sends of one signal before the
+ * A signal the target blocks (posix/sigmask.c) stays pending on it, for its
+ * sigwait or until it unblocks it, and raises nothing meanwhile.
+ *
+ * What differs from glibc's threads: two sends of one signal before the
  * target runs either arrive as one, as for standard signals (a real-time
  * signal sent twice by pthread_sigqueue is not queued twice, and the second
  * value replaces the first); and a handler that runs while the thread waits
