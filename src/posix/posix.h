@@ -158,6 +158,26 @@ static inline void ito__posix_signals_check(void)
         ito__posix_signals_check_slow();
 }
 
+/* Keep sig (and pthread_sigqueue's value, if any) pending on pt. */
+void ito__posix_signal_keep(struct ito__pthread *pt, int sig, const union sigval *value);
+
+/* A sigset_t's 64 signals of the kernel (its first word) as a mask, bit
+ * sig - 1 for signal sig, and back. */
+static inline uint64_t ito__posix_sigbits(const sigset_t *set)
+{
+    uint64_t b;
+    __builtin_memcpy(&b, set, sizeof b);
+    return b;
+}
+
+static inline sigset_t ito__posix_sigset(uint64_t bits)
+{
+    sigset_t s;
+    sigemptyset(&s);
+    __builtin_memcpy(&s, &bits, sizeof bits);
+    return s;
+}
+
 /* The calling thread runs the handlers of the signals sent to it (true if
  * there were any): each is raised on its own kernel thread (posix/signal.c).
  * *eintr (if asked) becomes true if one of them has a handler installed

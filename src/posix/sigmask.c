@@ -49,27 +49,6 @@
 
 bool ito__posix_masks_used;
 
-static uint64_t bits_of(const sigset_t *set)
-{
-    uint64_t b;
-    memcpy(&b, set, sizeof b);   /* the kernel's 64 signals are the first word */
-    return b;
-}
-
-static void set_of(uint64_t b, sigset_t *set)
-{
-    sigemptyset(set);
-    memcpy(set, &b, sizeof b);
-}
-
-static sigset_t set_of_sig(int sig)
-{
-    sigset_t s;
-    sigemptyset(&s);
-    sigaddset(&s, sig);
-    return s;
-}
-
 void ito__posix_sigmask_change(int how, uint64_t set, uint64_t *old)
 {
     if (!__atomic_load_n(&ito__posix_masks_used, __ATOMIC_RELAXED)) {
@@ -107,21 +86,12 @@ void ito__posix_sigmask_adopted(struct ito__pthread *pt)
     fclose(f);
     for (mine &= ~ito__sigmask_reserved(); mine; mine &= mine - 1) {
         int sig = __builtin_ctzll(mine) + 1;
-        sigset_t one = set_of_sig(sig);
+        sigset_t one = ito__posix_sigset(ITO__SIGBIT(sig));
         siginfo_t si;
         struct timespec zero = { 0, 0 };
         /* The kernel takes a thread's own before the process's. */
-        if (syscall(SYS_rt_sigtimedwait, &one, &si, &zero, sizeof(uint64_t)) != sig)
-            continue;
-        uint64_t bit = ITO__SIGBIT(sig);
-        if (si.si_code == SI_QUEUE) {
-            uint64_t v = 0;
-            memcpy(&v, &si.si_value, sizeof si.si_value);
-            atomic_store_explicit(&pt->sig_value[sig - 1], v, memory_order_relaxed);
-            atomic_fetch_or_explicit(&pt->sig_valued, bit, memory_order_release);
-        }
-        atomic_fetch_or_explicit(&pt->sig_pending, bit, memory_order_seq_cst);
-        __atomic_store_n(&ito__posix_signals_used, true, __ATOMIC_SEQ_CST);
+        if (syscall(SYS_rt_sigtimedwait, &one, &si, &zero, sizeof(uint64_t)) == sig)
+            ito__posix_signal_keep(pt, sig, si.si_code == SI_QUEUE ? &si.si_value : NULL);
     }
 }
 
@@ -135,10 +105,10 @@ ITO_POSIX_API int pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
     } else {
         if (how != SIG_BLOCK && how != SIG_UNBLOCK && how != SIG_SETMASK)
             return EINVAL;
-        ito__posix_sigmask_change(how, bits_of(set), &was);
+        ito__posix_sigmask_change(how, ito__posix_sigbits(set), &was);
     }
     if (old)
-        set_of(was, old);
+        *old = ito__posix_sigset(was);
     return 0;
 }
 
@@ -158,7 +128,7 @@ ITO_POSIX_API int sigpending(sigset_t *set)
     int r = ITO__POSIX_LIBC(sigpending, "GLIBC_2.2.5")(set);   /* the kernel's: its thread's and the process's */
     if (r == 0 && pt && ito__thread_self()) {
         uint64_t mine = atomic_load_explicit(&pt->sig_pending, memory_order_acquire) & ito__sigmask_self();
-        set_of(bits_of(set) | mine, set);
+        *set = ito__posix_sigset(ito__posix_sigbits(set) | mine);
     }
     return r;
 }
@@ -181,7 +151,7 @@ ITO_POSIX_API int sigsuspend(const sigset_t *mask)
     struct ito__thread *t = ito__thread_self();
     if (!pt || !t)
         return ITO__POSIX_LIBC(sigsuspend, "GLIBC_2.2.5")(mask);
-    uint64_t want = ~bits_of(mask) & ~ito__sigmask_reserved();
+    uint64_t want = ~ito__posix_sigbits(mask) & ~ito__sigmask_reserved();
     for (;;) {
         /* What it accepts while it waits: a signal sent to it meanwhile
          * interrupts the wait (the poke leaves it pending: the loop raises
@@ -192,7 +162,7 @@ ITO_POSIX_API int sigsuspend(const sigset_t *mask)
         if (mine) {
             atomic_store_explicit(&pt->sig_waiting, 0, memory_order_relaxed);
             uint64_t old;
-            ito__posix_sigmask_change(SIG_SETMASK, bits_of(mask), &old);   /* raises them */
+            ito__posix_sigmask_change(SIG_SETMASK, ito__posix_sigbits(mask), &old);   /* raises them */
             ito__posix_sigmask_change(SIG_SETMASK, old, NULL);
             errno = EINTR;
             return -1;

@@ -129,6 +129,19 @@ void ito__posix_signals_check_slow(void)
         ito__posix_signals_raise(self, NULL);
 }
 
+void ito__posix_signal_keep(struct ito__pthread *pt, int sig, const union sigval *value)
+{
+    uint64_t bit = ITO__SIGBIT(sig);
+    __atomic_store_n(&ito__posix_signals_used, true, __ATOMIC_SEQ_CST);
+    if (value) {
+        uint64_t v = 0;
+        memcpy(&v, value, sizeof *value);
+        atomic_store_explicit(&pt->sig_value[sig - 1], v, memory_order_relaxed);
+        atomic_fetch_or_explicit(&pt->sig_valued, bit, memory_order_release);
+    }
+    atomic_fetch_or_explicit(&pt->sig_pending, bit, memory_order_seq_cst);   /* (deliverable) */
+}
+
 static int send_to(pthread_t th, int sig, const union sigval *value)
 {
     struct ito__pthread *pt = ito__pthread_of(th);
@@ -150,14 +163,7 @@ static int send_to(pthread_t th, int sig, const union sigval *value)
         raise_here(sig, value);
         return 0;
     }
-    __atomic_store_n(&ito__posix_signals_used, true, __ATOMIC_SEQ_CST);
-    if (value) {
-        uint64_t v = 0;
-        memcpy(&v, value, sizeof *value);
-        atomic_store_explicit(&pt->sig_value[sig - 1], v, memory_order_relaxed);
-        atomic_fetch_or_explicit(&pt->sig_valued, bit, memory_order_release);
-    }
-    atomic_fetch_or_explicit(&pt->sig_pending, bit, memory_order_seq_cst);   /* (deliverable) */
+    ito__posix_signal_keep(pt, sig, value);
     if (pt != ito__pthread_self())
         ito__posix_request(pt);   /* (itself: it blocks it) */
     return 0;

@@ -59,14 +59,6 @@ static _Atomic uint64_t watch;   /* what the router's signalfd reads */
 static int wake_fd = -1;         /* an eventfd: the watch set grew */
 static pthread_once_t started = PTHREAD_ONCE_INIT;
 
-static sigset_t set_of(uint64_t b)
-{
-    sigset_t s;
-    sigemptyset(&s);
-    memcpy(&s, &b, sizeof b);
-    return s;
-}
-
 enum route { NOBODY, COMING, NUDGED };
 
 struct search {
@@ -123,7 +115,7 @@ static void *router(void *arg)
 {
     (void)arg;
     uint64_t armed = atomic_load(&watch);
-    sigset_t m = set_of(armed);
+    sigset_t m = ito__posix_sigset(armed);
     int sfd = signalfd(-1, &m, SFD_NONBLOCK | SFD_CLOEXEC);
     if (sfd < 0) {
         ito__warn("signals for the process that only a waiting thread accepts are delivered when it "
@@ -142,8 +134,7 @@ static void *router(void *arg)
         uint64_t w = atomic_load(&watch);
         sigset_t pend;
         sigpending(&pend);   /* this thread blocks all and is sent nothing: the process's */
-        uint64_t kept;
-        memcpy(&kept, &pend, sizeof kept);
+        uint64_t kept = ito__posix_sigbits(&pend);
         bool waits = false;
         for (uint64_t k = kept & w; k; k &= k - 1) {
             int sig = __builtin_ctzll(k) + 1;
@@ -154,7 +145,7 @@ static void *router(void *arg)
         }
         if (w != armed) {
             armed = w;
-            m = set_of(armed);
+            m = ito__posix_sigset(armed);
             signalfd(sfd, &m, 0);
         }
         backoff = !waits ? 0 : !backoff ? 1 : backoff < BACKOFF_MAX_MS ? backoff * 2 : BACKOFF_MAX_MS;

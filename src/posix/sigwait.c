@@ -76,9 +76,7 @@ static int wait_signal(const sigset_t *set, siginfo_t *info, const struct timesp
         errno = EINVAL;
         return -1;
     }
-    uint64_t want;
-    memcpy(&want, set, sizeof want);
-    want &= ~ito__sigmask_reserved();
+    uint64_t want = ito__posix_sigbits(set) & ~ito__sigmask_reserved();
     uint64_t deadline = timeout ? ito__now_ns() + (uint64_t)timeout->tv_sec * 1000000000u + (uint64_t)timeout->tv_nsec : 0;
     ito__posix_sigroute_accept(want);
     for (;;) {

@@ -45,7 +45,7 @@
 _Atomic bool ito__sigmasks_used;
 
 /* What threads spawned from outside any ito thread start with. */
-static uint64_t process_mask;
+uint64_t ito__sigmask_process;
 
 /* SIGKILL and SIGSTOP cannot be blocked; 32 and 33 are the C library's. */
 #define UNBLOCKABLE (ITO__SIGBIT(SIGKILL) | ITO__SIGBIT(SIGSTOP) | ITO__SIGBIT(32) | ITO__SIGBIT(33))
@@ -67,7 +67,7 @@ static uint64_t kernel_mask(void)
 
 uint64_t ito__sigmask_of_kthread(void) { return kernel_mask() & ~ito__sigmask_reserved(); }
 
-void ito__sigmask_init(void) { process_mask = ito__sigmask_of_kthread(); }
+void ito__sigmask_init(void) { ito__sigmask_process = ito__sigmask_of_kthread(); }
 
 void ito__sigmask_carrier_start(void)
 {
@@ -75,14 +75,8 @@ void ito__sigmask_carrier_start(void)
      * until it runs one (a signal kept for the process would otherwise be
      * handled at once in its scheduler context). */
     uint64_t m = atomic_load_explicit(&ito__sigmasks_used, memory_order_relaxed) ? ~ito__sigmask_reserved()
-                                                                                 : process_mask;
+                                                                                 : ito__sigmask_process;
     syscall(SYS_rt_sigprocmask, SIG_SETMASK, &m, NULL, sizeof m);
-}
-
-uint64_t ito__sigmask_spawned(void)
-{
-    struct ito__thread *cur = ito__thread_self();
-    return cur ? ito__sigmask_of(cur) : process_mask;
 }
 
 void ito__sigmask_write(struct ito__activation *act, uint64_t mask)
@@ -102,7 +96,7 @@ void ito__sigmask_change(int how, uint64_t set, uint64_t *old)
     set &= ~ito__sigmask_reserved();
     struct ito__thread *t = ito__thread_self();
     /* Before the thread's mask differs from another's: the next switch to
-     * it anywhere writes it (ito__sigmask_follow). */
+     * it anywhere writes it (ito__sigmask_before, _after). */
     atomic_store_explicit(&ito__sigmasks_used, true, memory_order_relaxed);
     /* The thread must not move between its mask and its kernel thread's. */
     ito__critical_enter();
@@ -117,10 +111,8 @@ void ito__sigmask_change(int how, uint64_t set, uint64_t *old)
         *old = was;
 }
 
-void ito__sigmask_idle(struct ito__activation *act)
+void ito__sigmask_block_all(struct ito__activation *act)
 {
-    if (!atomic_load_explicit(&ito__sigmasks_used, memory_order_relaxed))
-        return;
     uint64_t all = ~ito__sigmask_reserved();
     if (act->kmask != all)
         ito__sigmask_write(act, all);

@@ -39,7 +39,12 @@ void ito__sigmask_change(int how, uint64_t set, uint64_t *old);
 
 /* The mask a thread spawned now starts with: the running thread's, or, from
  * outside any ito thread, the process's when ito started. */
-uint64_t ito__sigmask_spawned(void);
+extern uint64_t ito__sigmask_process;
+static inline uint64_t ito__sigmask_spawned(void)
+{
+    struct ito__thread *cur = ito__thread_self();
+    return cur ? atomic_load_explicit(&cur->sigmask, memory_order_relaxed) : ito__sigmask_process;
+}
 
 /* The running thread's mask (a foreign kernel thread's own). */
 uint64_t ito__sigmask_self(void);
@@ -108,6 +113,11 @@ static inline void ito__sigmask_interrupted(void)
  * every signal a thread may block, so that a signal for the process goes to
  * a kernel thread that runs a thread accepting it (or is kept for one), not
  * to a scheduler context that runs no thread. */
-void ito__sigmask_idle(struct ito__activation *act);
+void ito__sigmask_block_all(struct ito__activation *act);
+static inline void ito__sigmask_idle(struct ito__activation *act)
+{
+    if (ITO_UNLIKELY(atomic_load_explicit(&ito__sigmasks_used, memory_order_relaxed)))
+        ito__sigmask_block_all(act);
+}
 
 #endif
