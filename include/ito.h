@@ -79,12 +79,19 @@
  *   processor: see "Sharing the processors" below). A fully statically
  *   linked program has no next definition to pass the call on to: the
  *   first such call stops the process with a message.
- *   fork is not redefined: a handler registered with pthread_atfork gives
- *   the child's one thread the process's affinity and the scheduling policy
- *   it had before ito changed them. A fork copies only the calling kernel
- *   thread and ito's runtime is not rebuilt in the child: after a fork from
- *   a process where ito is initialized, the child may only call exec or
- *   _exit.
+ *   fork is not redefined; ito's pthread_atfork handler makes the child a
+ *   working ito process whose one thread is the one that forked (as POSIX
+ *   threads do). That thread keeps its handle, errno, keys and priority and
+ *   is the child's main thread from then on (its ito_exit ends the child
+ *   once the child's other threads have exited). The parent's other threads
+ *   do not exist in the child: their handles give ESRCH, and waking one
+ *   (through an object it waited on in the parent) wakes the next waiter
+ *   instead. The child's one thread gets the process's affinity and the
+ *   scheduling policy it had before ito changed them; the child's other
+ *   vprocs, the monitor and the allocator's agent start at its first ito
+ *   call, so a child that only calls exec or _exit starts no thread. Fork
+ *   handlers registered after ito started run after ito's, on a working
+ *   runtime.
  */
 #ifndef ITO_H
 #define ITO_H

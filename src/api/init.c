@@ -61,6 +61,30 @@ static int validate(const ito_config_t *c)
     return 0;
 }
 
+/* The child of fork, at once (runtime/fork.c): the parent's kernel threads
+ * and locks are not this process's. */
+static void forked(pid_t parent_tid)
+{
+    init_lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
+    ito__weight_forked(parent_tid);
+    ito__agent_forked();
+    ito__policies_forked();
+}
+
+/* The child of fork, at its first call through the gate: the rest of its
+ * runtime, in start()'s order. */
+static int resume_forked(void)
+{
+    int e = ito__fork_resume();
+    if (!e)
+        e = ito__monitor_init();
+    if (!e) {
+        ito__agent_start();
+        ito__hooks.posix_resumed();
+    }
+    return e;
+}
+
 /* The lower layers' calls up (runtime/hooks.h, the trampoline's report):
  * before anything of the runtime runs. */
 static void fill_hooks(void)
@@ -74,7 +98,7 @@ static void fill_hooks(void)
     ito__hooks.revoked = ito__revoke_park;
     ito__hooks.rescue = ito__revoke_rescue;
     ito__hooks.repin = ito__revoke_repin;
-    ito__hooks.forked = ito__weight_forked;
+    ito__hooks.forked = forked;
     /* tp_new, tp_done and preempted_resume are the posix layer's (src/posix), if any. */
     ito__arch_tp_init();
 }
@@ -173,6 +197,17 @@ int ito__init_slow(const ito_config_t *cfg, bool explicit_call)
     int e;
     if (s == ITO__RT_READY) {
         e = explicit_call && cfg ? EBUSY : 0;
+    } else if (s == ITO__RT_FORKED) {
+        e = resume_forked();
+        if (e) {
+            ito__rt.init_error = e;
+            atomic_store_explicit(&ito__rt.state, ITO__RT_FAILED, memory_order_release);
+            ito__warn("the child of fork could not start its runtime: %s", strerror(e));
+        } else {
+            atomic_store_explicit(&ito__rt.state, ITO__RT_READY, memory_order_release);
+        }
+        if (explicit_call && cfg && !e)
+            e = EBUSY;
     } else if (s == ITO__RT_FAILED) {
         e = ito__rt.init_error;
     } else {

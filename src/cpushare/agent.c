@@ -618,7 +618,24 @@ void ito__agent_start(void)
         return;
     }
     atomic_store(&ag.running, true);
-    atexit(leave);
+    static bool leave_registered;   /* a forked child inherits the registration */
+    if (!leave_registered) {
+        leave_registered = true;
+        atexit(leave);
+    }
+}
+
+void ito__agent_forked(void)
+{
+    /* The parent's slot and agent thread stay the parent's (the table
+     * checks the process ID too). This process joins as itself when its
+     * runtime resumes (ito__agent_start), asking for every vproc. */
+    ag.joined = false;
+    atomic_store(&ag.running, false);
+    atomic_store(&ag.leaving, false);
+    atomic_store(&ag.word, 0);
+    atomic_store(&ag.more, true);
+    ag.applied = 0;
 }
 
 /* ------------------------------------------------------------- the API */

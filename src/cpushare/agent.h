@@ -24,6 +24,9 @@ void ito__agent_configure(void);
  * started. A failure leaves the process with every vproc (with a warning),
  * never fails initialization. */
 void ito__agent_start(void);
+/* The child of fork: forget the parent's place in the table (at once; the
+ * agent starts again with the rest of the child's runtime). */
+void ito__agent_forked(void);
 /* A vproc became idle (true) or busy again (false) after declaring itself
  * idle: the process's demand changed (idle.c). */
 void ito__agent_idle(bool idle);

@@ -139,4 +139,7 @@ void ito__weight_forked(pid_t parent_tid)
     int i = weakened(parent_tid, m < ITO__VPROCS_MAX ? m : ITO__VPROCS_MAX);
     if (i >= 0)
         set_policy(0, policy_at(i));
+    /* The rest are the parent's kernel threads: never this process's to
+     * give back. */
+    atomic_store_explicit(&nweak, 0, memory_order_relaxed);
 }

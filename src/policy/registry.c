@@ -24,6 +24,11 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static ito_policy_ops_t *table[ITO_POLICIES_MAX];
 static int ntable;
 
+void ito__policies_forked(void)
+{
+    lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;   /* a holder the fork left behind never unlocks it */
+}
+
 static bool good_name(const char *name)
 {
     size_t n = 0;

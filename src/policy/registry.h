@@ -10,5 +10,7 @@
 const ito_policy_ops_t *ito__policy_find(const char *name);
 /* Register the built-in policies (once; idempotent). */
 void ito__policies_builtin(void);
+/* The child of fork: the registry's lock is free (api/init.c). */
+void ito__policies_forked(void);
 
 #endif

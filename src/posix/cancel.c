@@ -282,6 +282,19 @@ static void list_and_deliver(struct ito__pthread *pt)
 
 bool ito__posix_requests_supported(void) { return supported; }
 
+void ito__posix_cancel_forked(void)
+{
+    /* The deliverer is a thread of the parent's; the list names the
+     * parent's threads. Requests pending for the child's thread stay in its
+     * descriptor and are acted on at its next cancellation point. */
+    ito_mutex_init(&pending_lock);
+    pending = NULL;
+    deliverer_running = false;
+    struct ito__pthread *self = ito__pthread_self();
+    if (self)
+        self->listed = false;
+}
+
 void ito__posix_request(struct ito__pthread *pt)
 {
     ito_mutex_lock(&pending_lock);

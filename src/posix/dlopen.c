@@ -39,6 +39,11 @@ static struct link_map *seen[1024];
  * again from inside its own start. */
 static pthread_mutex_t fill_lock = PTHREAD_MUTEX_INITIALIZER;
 
+void ito__posix_dlopen_forked(void)
+{
+    fill_lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;   /* a holder the fork left behind */
+}
+
 struct module {
     size_t modid;
     const void *image;

@@ -26,6 +26,13 @@ enum { ONCE_NEW = 0, ONCE_RUNNING = 1, ONCE_DONE = 2, ONCE_WAITED = 3 };
 static ito_mutex_t waiting_lock = ITO_MUTEX_INIT;
 static ito_cond_t waiting = ITO_COND_INIT;
 
+void ito__posix_once_forked(void)
+{
+    /* Waiters of the parent's, and a lock one may have held. */
+    ito_mutex_init(&waiting_lock);
+    ito_cond_init(&waiting);
+}
+
 ITO_POSIX_API int pthread_once(pthread_once_t *once, void (*fn)(void))
 {
     if (!once || !fn)

@@ -202,6 +202,14 @@ uint64_t ito__posix_signals_deliverable(struct ito__pthread *pt, struct ito__thr
 void ito__posix_sigroute_start(void);
 void ito__posix_sigroute_accept(uint64_t bits);
 
+/* The child of fork (posix/fork.c): each file's locks, lists and kernel
+ * threads, reset before the child's thread gets its activation. */
+void ito__posix_fork_init(void);
+void ito__posix_threads_forked(void);
+void ito__posix_cancel_forked(void);
+void ito__posix_once_forked(void);
+void ito__posix_sigroute_forked(void);
+void ito__posix_dlopen_forked(void);
 /* Cancellation (posix/cancel.c). Once, at the start: find the C library's
  * cancellation word. */
 void ito__posix_cancel_init(void);

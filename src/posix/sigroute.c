@@ -164,6 +164,18 @@ static void start_once(void)
 
 void ito__posix_sigroute_start(void) { pthread_once(&started, start_once); }
 
+void ito__posix_sigroute_forked(void)
+{
+    /* The router is a kernel thread of the parent's, and its eventfd is
+     * shared with it: the child starts its own when its runtime resumes
+     * (posix/fork.c). */
+    if (wake_fd >= 0)
+        close(wake_fd);
+    wake_fd = -1;
+    atomic_store(&watch, 0);
+    started = (pthread_once_t)PTHREAD_ONCE_INIT;
+}
+
 void ito__posix_sigroute_accept(uint64_t bits)
 {
     if (wake_fd < 0)

@@ -77,6 +77,7 @@ static void (*deallocate_tls)(void *, bool);
 static void (*call_tls_dtors)(void);
 static long tid_offset = -1;      /* struct pthread's tid (libthread_db's descriptor) */
 static long cancel_offset = -1;   /* struct pthread's cancelhandling (likewise) */
+static long list_offset = -1;     /* struct pthread's link in the C library's thread lists */
 static long rseq_offset;          /* the rseq area, relative to the thread pointer; 0: none */
 static long resp_offset;          /* the resolver state pointer (__resp); 0: not found */
 static intptr_t libc_block;       /* the C library's static TLS block: tp + libc_block ... */
@@ -134,6 +135,9 @@ int ito__tcb_init(void)
     const uint32_t *tid_desc = dlvsym(RTLD_DEFAULT, "_thread_db_pthread_tid", "GLIBC_PRIVATE");
     if (tid_desc && tid_desc[0] == 32)   /* { bits, count, offset } */
         tid_offset = tid_desc[2];
+    const uint32_t *list_desc = dlvsym(RTLD_DEFAULT, "_thread_db_pthread_list", "GLIBC_PRIVATE");
+    if (list_desc && list_desc[0] == 2 * 64)   /* { next, prev } */
+        list_offset = list_desc[2];
     const uint32_t *cancel_desc = dlvsym(RTLD_DEFAULT, "_thread_db_pthread_cancelhandling", "GLIBC_PRIVATE");
     if (cancel_desc && cancel_desc[0] == 32)
         cancel_offset = cancel_desc[2];
@@ -177,6 +181,33 @@ static void fill(uintptr_t tp, void *self)
     *(void **)(tp + ((uintptr_t)&tcb_self - cur)) = self;
 }
 
+/* A descriptor in no list of the C library's: its link points at itself.
+ * In the child of a fork the C library unlinks the forking thread's
+ * descriptor from its lists and links it anew as its one thread; a zeroed
+ * link would crash it there. */
+static void unlisted(uintptr_t tp)
+{
+    if (list_offset < 0)
+        return;
+    void **link = (void **)(tp + list_offset);
+    link[0] = link;   /* next */
+    link[1] = link;   /* prev */
+}
+
+void ito__tcb_forked(uintptr_t tp)
+{
+    if (list_offset < 0)
+        return;
+    /* The C library listed tp as its running thread (see unlisted): take it
+     * out again, or its next fork would count tp as a thread's cached
+     * stack, which it may free. */
+    void **link = (void **)(tp + list_offset);
+    void **next = link[0], **prev = link[1];
+    next[1] = prev;
+    prev[0] = next;
+    unlisted(tp);
+}
+
 uintptr_t ito__tcb_create(void *self)
 {
     void *p = allocate_tls(NULL);
@@ -194,6 +225,7 @@ uintptr_t ito__tcb_create(void *self)
         *(struct __res_state **)(tp + resp_offset) = res;   /* kept across reuse */
     }
     fill(tp, self);
+    unlisted(tp);
     /* The C library's locale tables (isdigit and friends) are per thread,
      * set by __ctype_init on the thread itself: run it on tp for a moment,
      * so that contexts that never pass through a POSIX thread's start (a

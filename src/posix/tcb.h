@@ -22,6 +22,9 @@ uintptr_t ito__tcb_create(void *self);
  * cache, its locale pointers) stays with the thread pointer, as glibc keeps
  * it with a cached stack. */
 void ito__tcb_reset(uintptr_t tp);
+/* The child of fork: take tp, the forking thread's, out of the lists glibc's
+ * fork put it in (posix/fork.c). */
+void ito__tcb_forked(uintptr_t tp);
 
 /* The calling thread (the initial one) is `self`'s. */
 void ito__tcb_adopt(void *self);

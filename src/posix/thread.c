@@ -226,6 +226,7 @@ static void posix_init_once(void)
     ito__tcb_adopt(&main_thread);
     ito__hooks.tp_new = hook_tp_new;
     ito__hooks.tp_done = hook_tp_done;
+    ito__posix_fork_init();
 }
 
 /* At load, or earlier: a constructor of a library that runs before this one
@@ -245,6 +246,24 @@ bool ito__posix_started;
 static size_t dflt_stack_size, dflt_guard_size;
 static ito_mutex_t defaults_lock = ITO_MUTEX_INIT;
 static _Atomic bool defaults_known;
+
+void ito__posix_threads_forked(void)
+{
+    /* Locks and lists a kernel thread the fork left behind may have held or
+     * been changing (runtime/fork.c): the pool starts empty (the objects of
+     * the parent's threads are not reused). */
+    ito__spin_init(&pool_lock, ITO__LOCK_OBJECT);
+    pool = NULL;
+    ito_mutex_init(&defaults_lock);
+    struct ito__pthread *self = ito__pthread_self();
+    if (!self)
+        return;
+    /* A joiner of the parent's may have held these. */
+    ito_mutex_init(&self->exit_lock);
+    ito_cond_init(&self->exit_cond);
+    if (!self->main)
+        ito__tcb_forked(self->tp);   /* glibc's child listed it as its own thread */
+}
 
 static void load_defaults(void)
 {

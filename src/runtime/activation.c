@@ -66,7 +66,21 @@ void ito__errno_set(int e)
     ito__critical_exit();
 }
 
-void ito__activation_setup_self(struct ito__activation *a)
+/* A signal stack: large enough for a handler with the full AVX-512 state. */
+static void altstack_setup(struct ito__activation *a)
+{
+    long min = sysconf(_SC_SIGSTKSZ);
+    a->altstack_size = (size_t)(min > 0 ? min : SIGSTKSZ) * 4;
+    if (a->altstack_size < 64 * 1024)
+        a->altstack_size = 64 * 1024;
+    a->altstack = mmap(NULL, a->altstack_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (a->altstack != MAP_FAILED) {
+        stack_t ss = { .ss_sp = a->altstack, .ss_size = a->altstack_size, .ss_flags = 0 };
+        sigaltstack(&ss, NULL);
+    }
+}
+
+void ito__activation_setup_self(struct ito__activation *a, bool pin)
 {
     ito__tls_act = a;
     a->errno_ptr = &errno;
@@ -78,21 +92,20 @@ void ito__activation_setup_self(struct ito__activation *a)
     a->kmask = ito__sigmask_of_kthread();
     if (ito__libc_pthread_getcpuclockid(a->pthread, &a->cpu_clock) != 0)
         a->cpu_clock = (clockid_t)-1;   /* the monitor then never takes its vproc while asleep */
-    /* Signal stack: large enough for a handler with the full AVX-512 state. */
-    long min = sysconf(_SC_SIGSTKSZ);
-    a->altstack_size = (size_t)(min > 0 ? min : SIGSTKSZ) * 4;
-    if (a->altstack_size < 64 * 1024)
-        a->altstack_size = 64 * 1024;
-    a->altstack = mmap(NULL, a->altstack_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (a->altstack != MAP_FAILED) {
-        stack_t ss = { .ss_sp = a->altstack, .ss_size = a->altstack_size, .ss_flags = 0 };
-        sigaltstack(&ss, NULL);
-    }
+    if (!a->altstack)   /* (the child of fork keeps its kernel thread's) */
+        altstack_setup(a);
     if (a->vp) {
-        ito__pin_self(a->vp->cpu);
+        if (pin)
+            ito__pin_self(a->vp->cpu);
         ito__carrier_adopt(a->vp, a);   /* after the fields the monitor reads */
     }
     ito__hooks.activation_started(a);
+}
+
+void ito__activation_forget_self(void)
+{
+    ito__tls_act = NULL;
+    ito__arch_set_current(NULL);
 }
 
 /* Bounds of the calling kernel thread's own stack. */
@@ -115,7 +128,7 @@ static void *activation_main(void *arg)
     struct ito__activation *a = arg;
     ito__libc_pthread_setname_np(ito__libc_pthread_self(), "ito-activation");
     ito__sigmask_carrier_start();
-    ito__activation_setup_self(a);
+    ito__activation_setup_self(a, true);
     own_stack(&a->sched_stack);
     a->sched_tsan_fiber = ito__tsan_current();
     ito__critical_restore(1);   /* a scheduler context is one critical section */
@@ -190,7 +203,10 @@ void ito__activation_park(struct ito__activation *a)
     }
 }
 
-int ito__activation_adopt(struct ito__vproc *vp)
+/* A new activation for the calling kernel thread, carrying vp. The kernel
+ * thread's own stack holds the running thread's frames, so the scheduler
+ * context gets a stack of its own. */
+static int adopted_new(struct ito__vproc *vp, struct ito__activation **out)
 {
     struct ito__activation *a = calloc(1, sizeof *a);
     if (!a)
@@ -204,6 +220,16 @@ int ito__activation_adopt(struct ito__vproc *vp)
         return e;
     a->sched.sp = ito__ctx_make(ito__stack_top(&a->sched_stack), ito__sched_entry, ito__arch_fpctl());
     a->sched_tsan_fiber = ito__tsan_create();
+    *out = a;
+    return 0;
+}
+
+int ito__activation_adopt(struct ito__vproc *vp)
+{
+    struct ito__activation *a;
+    int e = adopted_new(vp, &a);
+    if (e)
+        return e;
 
     /* The caller's own context becomes an ito thread. With ITO_OWN_TLS it
      * keeps this kernel thread's thread pointer, and the scheduler context
@@ -235,7 +261,35 @@ int ito__activation_adopt(struct ito__vproc *vp)
     atomic_store_explicit(&t->ctl, ctl, memory_order_release);
     ito__vproc_set_current(vp, t);
     atomic_store_explicit(&vp->run_state, ITO__VP_BUSY, memory_order_relaxed);
-    ito__activation_setup_self(a);
+    ito__activation_setup_self(a, true);
     atomic_store_explicit(&t->sigmask, a->kmask, memory_order_relaxed);
+    return 0;
+}
+
+int ito__activation_adopt_forked(struct ito__vproc *vp, struct ito__thread *t, const struct ito__activation *old)
+{
+    struct ito__activation *a;
+    int e = adopted_new(vp, &a);
+    if (e)
+        return e;
+    /* The old scheduler context's thread pointer: one of ito's if old was
+     * adopted itself; else the kernel thread's own, inside a stack that the
+     * C library of the child counts as free (it reclaims the stacks of every
+     * thread but the caller's, and with ITO_OWN_TLS the caller is t). */
+    if (ITO_OWN_TLS && !(a->tp = old->adopted ? old->tp : ito__hooks.tp_new()))
+        return ENOMEM;
+    t->vp = vp;
+    ito__vproc_set_current(vp, t);
+    atomic_store_explicit(&vp->run_state, ITO__VP_BUSY, memory_order_relaxed);
+    /* Forked inside ito_blocking_begin/end: the bracket goes on here
+     * (ito__carrier_adopt marks it). */
+    a->blocking = old->blocking;
+    a->altstack = old->altstack;
+    a->altstack_size = old->altstack_size;
+    if (a->blocking)
+        atomic_store_explicit(&a->blocked, t, memory_order_relaxed);
+    /* Pinned when the child's runtime resumes (runtime/fork.c): a child that
+     * only execs keeps the process's CPUs. */
+    ito__activation_setup_self(a, false);
     return 0;
 }

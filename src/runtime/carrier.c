@@ -26,6 +26,8 @@
  *   | writer  | from        | to          | where                           |
  *   |---------|-------------|-------------|---------------------------------|
  *   | carrier | (none)      | a|RUN       | ito__carrier_adopt: takes vp    |
+ *   | carrier | (none)      | a|KERNEL    | the same, in the child of a fork|
+ *   |         |             |             | made inside a bracket           |
  *   | carrier | a|RUN       | a|KERNEL    | ito_blocking_begin (a store)    |
  *   | carrier | a|KERNEL    | a|RUN       | ito_blocking_end (CAS): kept it |
  *   | monitor | a|KERNEL    | s|RUN       | ito__carrier_hand_off (CAS)     |
@@ -122,7 +124,8 @@ void ito__carrier_adopt(struct ito__vproc *vp, struct ito__activation *a)
 {
     /* Release: the monitor's acquire load of kstate sees a's fields that it
      * reads from outside (critical_word, cpu_clock, tid). */
-    atomic_store_explicit(&vp->kstate, (uintptr_t)a | ITO__KS_RUN, memory_order_release);
+    atomic_store_explicit(&vp->kstate, (uintptr_t)a | (a->blocking ? ITO__KS_KERNEL : ITO__KS_RUN),
+                          memory_order_release);
 }
 
 ITO_API void ito_blocking_begin(void)

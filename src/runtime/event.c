@@ -32,6 +32,12 @@ _Atomic(const struct ito__hook *) ito__event_hook;
 static pthread_mutex_t set_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct ito__hook *current, *retired;   /* set_lock */
 
+void ito__event_forked(void)
+{
+    /* A holder the fork left behind never unlocks it. */
+    set_lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
+}
+
 ITO_API int ito_event_hook_set(ito_event_hook_t fn, void *arg)
 {
     struct ito__hook *h = NULL;

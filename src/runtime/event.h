@@ -27,6 +27,8 @@ void ito__event_report(const struct ito__hook *h, ito_event_kind_t kind, struct 
 /* Report an event on vp (the caller's vproc, inside a critical section).
  * One load when no hook is installed. Acquire pairs with the release store
  * in ito_event_hook_set: the hook's fields are visible. */
+void ito__event_forked(void);   /* the child of fork (runtime/fork.c) */
+
 static inline void ito__event(ito_event_kind_t kind, struct ito__vproc *vp, uint64_t thread_id)
 {
     const struct ito__hook *h = atomic_load_explicit(&ito__event_hook, memory_order_acquire);

@@ -105,7 +105,17 @@ struct ito__thread *ito__thread_alloc(struct ito__vproc *vp)
     if (gen == 0)
         gen = 1;
     atomic_store_explicit(&t->ctl, (uint64_t)gen << 32 | ITO__CTL_FREE, memory_order_relaxed);
+    t->epoch = ito__fork_epoch;
     return t;
+}
+
+void ito__handles_forked(void)
+{
+    /* The free list may be half-linked by a kernel thread that the fork left
+     * behind: start a new one. The free descriptors of the parent are not
+     * used again (their pages are shared with it until written). */
+    ito__spin_init(&glock, ITO__LOCK_HANDLES);
+    gfree = NULL;
 }
 
 void ito__thread_free_here(struct ito__thread *t)

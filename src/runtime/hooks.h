@@ -42,7 +42,10 @@ struct ito__hooks {
     void (*rescue)(struct ito__vproc *vp);        /* a thread was pushed into a revoked vp's inbox */
     void (*repin)(struct ito__vproc *vp);         /* follow the CPU the allocator granted (owner) */
 
-    /* cpushare/weight.c: this is the child of fork(); parent_tid forked. */
+    /* api/init.c: this is the child of fork(), parent_tid forked (the
+     * kernel thread's ID in the parent); at once, in the fork handler
+     * (runtime/fork.c). Forget the parent's kernel threads and locks
+     * (policy weights, the agent's place in the table, the init lock). */
     void (*forked)(pid_t parent_tid);
 
     /* posix/tcb.c (libito-pthread.so, ITO_OWN_TLS): thread pointers, each
@@ -51,6 +54,14 @@ struct ito__hooks {
     uintptr_t (*tp_new)(void);      /* one for a thread spawned without one (0: out of memory) */
     void (*tp_done)(uintptr_t tp);  /* no context runs on tp any more (its thread exited and
                                        switched off it) */
+
+    /* posix/ (libito-pthread.so): the same for the POSIX face, before the
+     * child's thread gets its activation: its locks, lists and kernel
+     * threads. Set by the posix layer before ito starts. */
+    void (*posix_forked)(void);
+    /* ... and when the child's runtime resumes (api/init.c): its kernel
+     * threads. */
+    void (*posix_resumed)(void);
 
     /* posix/cancel.c: a thread that the tick switched out runs again, still
      * in the tick's handler, at depth 0 (upcall/preempt.c). Asynchronous

@@ -57,6 +57,11 @@ static struct ito__keys **keys_of(struct ito__thread *t)
 #endif
 }
 
+void ito__keys_forked(void)
+{
+    ito__spin_init(&keys_lock, ITO__LOCK_KEYS);   /* a holder the fork left behind never frees it */
+}
+
 ITO_API int ito_key_create(ito_key_t *key, void (*dtor)(void *))
 {
     if (!key)

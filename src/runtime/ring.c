@@ -158,6 +158,20 @@ bool ito__rings_init(void)
     return true;
 }
 
+void ito__rings_forked(struct ito__vproc *const *old, int n)
+{
+    /* The parent's rings: their memory is shared with the parent's, so the
+     * child only drops its mappings and descriptors, and never submits to
+     * them. (A child that execs has lost them already: close-on-exec.) */
+    for (int i = 0; i < n; i++) {
+        struct ito__ring *r = old[i]->ring;
+        if (!r)
+            continue;
+        io_uring_queue_exit(&r->uring);
+        close(r->evfd);
+    }
+}
+
 /* ------------------------------------------------------------ reaping */
 
 /* Wake the threads of a list built by reap_locked (linked by qnext). */

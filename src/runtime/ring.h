@@ -41,6 +41,9 @@ struct ito__io_req {
 /* Set up the rings (one per vproc) unless ITO_IO_URING=0 or the kernel lacks
  * what ito needs; false if I/O runs without rings. Before activations start. */
 bool ito__rings_init(void);
+/* The child of fork, when its runtime resumes: let go of the parent's rings,
+ * the old vprocs' (runtime/fork.c). Then ito__rings_init makes new ones. */
+void ito__rings_forked(struct ito__vproc *const *old, int n);
 /* Whether ito threads' I/O goes through the rings. */
 extern bool ito__rings_on;
 

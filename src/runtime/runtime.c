@@ -15,6 +15,7 @@ static void no_demand(void) {}
 static void no_vproc(struct ito__vproc *vp) { (void)vp; }
 static void no_idle(bool idle) { (void)idle; }
 static void no_fork(pid_t parent_tid) { (void)parent_tid; }
+static void nothing(void) {}
 static uintptr_t no_tp(void) { return 0; }
 static void no_tp_done(uintptr_t tp) { (void)tp; }
 
@@ -28,6 +29,8 @@ struct ito__hooks ito__hooks = {
     .rescue = no_vproc,
     .repin = no_vproc,
     .forked = no_fork,
+    .posix_forked = nothing,
+    .posix_resumed = nothing,
     .tp_new = no_tp,
     .tp_done = no_tp_done,
 };

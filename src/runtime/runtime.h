@@ -13,7 +13,9 @@
 #include "runtime/spinlock.h"
 #include "runtime/vproc.h"
 
-enum { ITO__RT_UNINIT = 0, ITO__RT_READY = 2, ITO__RT_FAILED = 3 };
+/* FORKED: the child of a fork, its runtime rebuilt in memory but its kernel
+ * threads not started; the init gate resumes it (runtime/fork.c). */
+enum { ITO__RT_UNINIT = 0, ITO__RT_READY = 2, ITO__RT_FAILED = 3, ITO__RT_FORKED = 4 };
 
 /* The most vprocs a process may have (ITO_VPROCS, ito_config_t.vprocs). */
 #define ITO__VPROCS_MAX 1024
@@ -75,11 +77,19 @@ static inline bool ito__initialized(void)
     return atomic_load_explicit(&ito__rt.state, memory_order_acquire) == ITO__RT_READY;
 }
 
+/* Whether the runtime's structures exist: initialized, or the child of a
+ * fork not yet resumed. Acquire, as above. */
+static inline bool ito__runtime_built(void)
+{
+    int s = atomic_load_explicit(&ito__rt.state, memory_order_acquire);
+    return s == ITO__RT_READY || s == ITO__RT_FORKED;
+}
+
 /* vproc number i, or NULL if there is none (or ito is not initialized): the
  * check of every vproc index that comes from outside the runtime. */
 static inline struct ito__vproc *ito__vproc_at(int i)
 {
-    if (i < 0 || !ito__initialized() || i >= ito__rt.nvprocs)
+    if (i < 0 || !ito__runtime_built() || i >= ito__rt.nvprocs)
         return NULL;
     return ito__rt.vprocs[i];
 }

@@ -293,6 +293,17 @@ void ito__stack_put_slow(struct ito__vproc *vp, struct ito__stack *s)
         atomic_fetch_add(&guarded_left, 1);
 }
 
+void ito__stacks_forked(void)
+{
+    /* The pool may be half-updated by a kernel thread the fork left behind:
+     * start empty (the parent's pooled stacks stay mapped, unused). A
+     * chunk's free count may then stay above zero for good; it only decides
+     * when an idle chunk's pages go back to the kernel. */
+    ito__spin_init(&pool.lock, ITO__LOCK_STACKS);
+    pool.n = 0;
+    pool.nother = 0;
+}
+
 struct ito__stack_cache *ito__stack_cache_create(void)
 {
     return calloc(1, sizeof(struct ito__stack_cache));

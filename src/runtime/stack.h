@@ -78,6 +78,8 @@ void ito__stack_overflowed(size_t requested, uint32_t thread_index, const char *
  * (ITO_STACK_MIN is this size). */
 #define ITO__STACK_MARGIN (16u * 1024)
 struct ito__stack_cache *ito__stack_cache_create(void);
+/* The child of fork: an empty pool, its lock free (runtime/fork.c). */
+void ito__stacks_forked(void);
 /* Round a requested size to whole pages. */
 size_t ito__stack_round(size_t size);
 /* Below a stack without a guard page of ours (main's kernel stack, whose

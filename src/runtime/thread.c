@@ -500,7 +500,7 @@ ito_thread_t ito__self(void)
 
 struct ito__thread *ito__thread_lock_handle(ito_thread_t th)
 {
-    if (!ito__initialized())
+    if (!ito__runtime_built())
         return NULL;   /* no thread has a handle yet */
     uint64_t ctl;
     struct ito__thread *t = ito__handle_lookup(th.id, &ctl);

@@ -96,7 +96,7 @@ struct ito__thread {
     /* --- lifetime --- */
     _Atomic uint64_t ctl;             /* gen << 32 | ITO__CTL_* */
     uint32_t index;                   /* slot in the handle table (fixed) */
-    uint32_t pad_;
+    uint32_t epoch;                   /* ito__fork_epoch when it was made (runtime/fork.c) */
     void *(*fn)(void *);
     void *arg;
     void *result;
@@ -178,6 +178,15 @@ extern _Atomic uint32_t ito__handle_nchunks;
 
 /* Look up a live descriptor by handle; NULL if stale/forged. *ctl receives the
  * ctl word read (acquire). */
+/* Which process a descriptor's thread runs in: bumped in the child of every
+ * fork (runtime/fork.c). A descriptor whose epoch is older is a thread of
+ * the parent's that the child only has a copy of: it is not found by its
+ * handle and never made ready. Written only by the child's one thread,
+ * before any other exists. */
+extern uint32_t ito__fork_epoch;
+
+static inline bool ito__thread_is_here(const struct ito__thread *t) { return t->epoch == ito__fork_epoch; }
+
 static inline struct ito__thread *ito__handle_lookup(uint64_t id, uint64_t *ctl_out)
 {
     uint32_t gen = (uint32_t)(id >> 32), idx = (uint32_t)id;
@@ -188,7 +197,7 @@ static inline struct ito__thread *ito__handle_lookup(uint64_t id, uint64_t *ctl_
     struct ito__thread *t = &atomic_load_explicit(&ito__handle_chunks[c], memory_order_acquire)
                                  [idx & ((1u << ITO__HANDLE_CHUNK_SHIFT) - 1)];
     uint64_t ctl = atomic_load_explicit(&t->ctl, memory_order_acquire);
-    if (ITO_UNLIKELY(ito__ctl_gen(ctl) != gen || (ctl & ITO__CTL_FREE)))
+    if (ITO_UNLIKELY(ito__ctl_gen(ctl) != gen || (ctl & ITO__CTL_FREE) || !ito__thread_is_here(t)))
         return NULL;
     *ctl_out = ctl;
     return t;
@@ -201,6 +210,8 @@ struct ito__thread *ito__thread_alloc(struct ito__vproc *vp);
 void ito__thread_free(struct ito__vproc *vp, struct ito__thread *t);
 /* ito__thread_free to the calling vproc's cache (or the shared pool). */
 void ito__thread_free_here(struct ito__thread *t);
+/* The child of fork: forget the shared free list (runtime/fork.c). */
+void ito__handles_forked(void);
 /* Atomically turn t's ctl into (ctl | set) + add while it still belongs to
  * the handle `id`: ESRCH if it does not (reused or freed), `err` if ctl has
  * any flag of `refuse` or lacks one of `need`. On success *ctl holds the value
@@ -248,5 +259,6 @@ void ito__inline_detach(struct ito__thread *t);
 bool ito__keys_any(struct ito__thread *t);
 void ito__keys_run_destructors(struct ito__thread *t);
 void ito__keys_free(struct ito__thread *t);
+void ito__keys_forked(void);   /* the child of fork (runtime/fork.c) */
 
 #endif

@@ -106,22 +106,22 @@ int ito__cpus_usable(int *cpus, int max)
     return n;
 }
 
-void ito__pin_self(int cpu)
+void ito__pin_thread(pid_t tid, int cpu)
 {
     if (cpu < 0)
         return;
     cpu_set_t set;
     CPU_ZERO(&set);
     CPU_SET(cpu, &set);
-    if (sched_setaffinity(0, sizeof set, &set) != 0)
+    if (sched_setaffinity(tid, sizeof set, &set) != 0)
         ITO_WARN_ONCE("could not pin an activation to CPU %d; running unpinned", cpu);
 }
 
-int ito__vprocs_create(int n, bool pin)
+void ito__pin_self(int cpu) { ito__pin_thread(0, cpu); }
+
+/* n vprocs, vproc i pinned to cpu_of[i] (-1: not pinned). */
+static int make_vprocs(int n, const int *cpu_of)
 {
-    int cpus[CPU_SETSIZE];
-    int ncpus = ito__cpus_usable(cpus, CPU_SETSIZE);
-    ito__rt.oversubscribed = n > ncpus;
     ito__rt.vprocs = calloc((size_t)n, sizeof *ito__rt.vprocs);
     ito__rt.pviews = calloc((size_t)n, sizeof *ito__rt.pviews);
     if (!ito__rt.vprocs || !ito__rt.pviews)
@@ -132,7 +132,7 @@ int ito__vprocs_create(int n, bool pin)
             return ENOMEM;
         memset(vp, 0, sizeof *vp);
         vp->index = i;
-        vp->cpu = pin ? cpus[i % ncpus] : -1;
+        vp->cpu = cpu_of[i];
         atomic_init(&vp->grant_cpu, vp->cpu);   /* the allocator's agent may move it (cpushare/revoke.c) */
         vp->rng = 0x9e3779b9u * (uint32_t)(i + 1);
         vp->stacks = ito__stack_cache_create();
@@ -154,3 +154,20 @@ int ito__vprocs_create(int n, bool pin)
     return 0;
 }
 
+int ito__vprocs_create(int n, bool pin)
+{
+    int cpus[CPU_SETSIZE], cpu_of[ITO__VPROCS_MAX];
+    int ncpus = ito__cpus_usable(cpus, CPU_SETSIZE);
+    ito__rt.oversubscribed = n > ncpus;
+    for (int i = 0; i < n; i++)
+        cpu_of[i] = pin ? cpus[i % ncpus] : -1;
+    return make_vprocs(n, cpu_of);
+}
+
+int ito__vprocs_recreate(struct ito__vproc *const *old, int n)
+{
+    int cpu_of[ITO__VPROCS_MAX];
+    for (int i = 0; i < n; i++)
+        cpu_of[i] = old[i]->cpu;
+    return make_vprocs(n, cpu_of);
+}

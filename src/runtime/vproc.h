@@ -231,13 +231,20 @@ static inline bool ito__vproc_revoked(const struct ito__vproc *vp)
 /* vproc.c: CPU discovery and pinning */
 int ito__cpus_usable(int *cpus, int max);
 void ito__pin_self(int cpu);
+void ito__pin_thread(pid_t tid, int cpu);   /* another kernel thread of this process */
 /* Give the calling kernel thread the affinity the process had before ito
  * pinned anything (a child's after fork: runtime/fork.c). */
 void ito__cpus_restore_self(void);
 int ito__vprocs_create(int n, bool pin);
+/* The same on the CPUs of the vprocs old[0..n) (the child of fork). */
+int ito__vprocs_recreate(struct ito__vproc *const *old, int n);
 
 /* activation.c */
 int ito__activation_adopt(struct ito__vproc *vp);
+/* The child of fork: the calling kernel thread, whose activation was old,
+ * gets a new one carrying vp, and t (running) is vp's current thread
+ * (runtime/fork.c). Not pinned. */
+int ito__activation_adopt_forked(struct ito__vproc *vp, struct ito__thread *t, const struct ito__activation *old);
 int ito__activation_start(struct ito__vproc *vp);
 /* Start a spare activation (no vproc); it parks until given one. */
 int ito__activation_start_spare(void);
@@ -247,6 +254,8 @@ void ito__activation_park(struct ito__activation *a);
 /* The spare list (ito__rt.spare_lock): a parked spare, or NULL; put one back. */
 struct ito__activation *ito__spare_take(void);
 void ito__spare_put(struct ito__activation *a);
-void ito__activation_setup_self(struct ito__activation *a);
+void ito__activation_setup_self(struct ito__activation *a, bool pin);
+/* The calling kernel thread is no activation any more (runtime/fork.c). */
+void ito__activation_forget_self(void);
 
 #endif

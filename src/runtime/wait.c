@@ -107,6 +107,12 @@ int ito__wait_end(struct ito__waiter *w, ito__spinlock *lock, struct ito__waitq 
 
 bool ito__wake_claim(struct ito__waiter *w)
 {
+    /* In the child of fork, a thread of the parent's that waited on an
+     * object the child uses: it does not exist here and never runs; the
+     * wake-up goes to the next waiter. (Its descriptor's line is the one
+     * ito__ready reads next anyway.) */
+    if (ITO_UNLIKELY(w->thread && !ito__thread_is_here(w->thread)))
+        return false;
     uint64_t st = atomic_load_explicit(&w->state, memory_order_relaxed);
     if (!w->timed) {
         /* Only the waker that unlinked w can end this wait. */

@@ -149,7 +149,8 @@ void ito__wait_begin(struct ito__waiter *w, uint64_t deadline, ito__spinlock *lo
  * SWITCH. */
 int ito__wait_end(struct ito__waiter *w, ito__spinlock *lock, struct ito__waitq *q);
 /* Under the object's lock, w just unlinked: end its wait. False if it had
- * already timed out (then forget it). */
+ * already timed out, or is a thread of the parent's in the child of a fork
+ * (then forget it). */
 bool ito__wake_claim(struct ito__waiter *w);
 /* Outside the lock: make a claimed waiter run again. Never switches. */
 void ito__wake_finish(struct ito__waiter *w);

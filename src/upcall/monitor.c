@@ -372,6 +372,7 @@ int ito__monitor_init(void)
     ito__rt.max_activations = (int)ito__env_int("ITO_MAX_ACTIVATIONS", dflt, ito__rt.nvprocs, 1000000, false);
     if (!ito__rt.activations)
         return 0;
+    free(watches);   /* the child of fork starts a monitor again (api/init.c) */
     watches = calloc((size_t)ito__rt.nvprocs, sizeof *watches);
     if (!watches)
         return ENOMEM;
