@@ -13,6 +13,7 @@
 #include <ito.h>
 
 #include "base/libc.h"
+#include "runtime/spinlock.h"
 
 /* The exported names of the POSIX face. */
 #define ITO_POSIX_API __attribute__((visibility("default")))
@@ -22,6 +23,19 @@ struct ito__thread;
 /* A POSIX thread: one per thread pointer (posix/tcb.c), pooled with it. The
  * pthread_t of a thread is its thread pointer, as in glibc, so that the C
  * library's own idea of "the current thread" and pthread_self() agree. */
+/* Real-time signal instances queued on a thread (posix/sigqueue.c). */
+#define ITO__POSIX_RTQ_MAX 64
+struct ito__posix_rt {
+    uint8_t sig;
+    bool valued;                    /* pthread_sigqueue's (SI_QUEUE), not pthread_kill's */
+    union sigval value;
+};
+struct ito__posix_rtq {
+    ito__spinlock lock;
+    unsigned head, n;               /* a ring: e[head], ... e[head + n - 1] (mod MAX) */
+    struct ito__posix_rt e[ITO__POSIX_RTQ_MAX];
+};
+
 struct ito__pthread {
     uintptr_t tp;
     ito_thread_t id;                /* written by the spawn before the thread runs */
@@ -55,6 +69,7 @@ struct ito__pthread {
     _Atomic uint64_t sig_pending;   /* signals sent to it: bit sig - 1 */
     _Atomic uint64_t sig_valued;    /* ... of which pthread_sigqueue gave sig_value[sig - 1] */
     _Atomic uint64_t sig_value[64];  /* (a union sigval's bytes) */
+    struct ito__posix_rtq rtq;      /* real-time signals sent to it (posix/sigqueue.c) */
     /* Signal masks (posix/sigmask.c; the mask itself is the ito thread's:
      * runtime/sigmask.c). */
     _Atomic uint64_t sig_waiting;   /* what it waits for in sigwait or sigsuspend: taken by
@@ -158,8 +173,18 @@ static inline void ito__posix_signals_check(void)
         ito__posix_signals_check_slow();
 }
 
-/* Keep sig (and pthread_sigqueue's value, if any) pending on pt. */
-void ito__posix_signal_keep(struct ito__pthread *pt, int sig, const union sigval *value);
+/* Keep sig (and pthread_sigqueue's value, if any) pending on pt: 0, or
+ * EAGAIN when pt's queue of real-time signals is full. */
+int ito__posix_signal_keep(struct ito__pthread *pt, int sig, const union sigval *value);
+
+/* Real-time signals (from SIGRTMIN, the kernel's 32, up) queued on a thread
+ * (posix/sigqueue.c). keep: queue one instance and set its bit (0, or
+ * EAGAIN when full). take: the first instance of sig, clearing its bit when
+ * it was the last; false if none. reset: empty, for a new thread. */
+#define ITO__POSIX_SIGRT_FIRST 32
+int ito__posix_rt_keep(struct ito__pthread *pt, int sig, const union sigval *value);
+bool ito__posix_rt_take(struct ito__pthread *pt, int sig, bool *valued, union sigval *value);
+void ito__posix_rt_reset(struct ito__pthread *pt);
 
 /* A sigset_t's 64 signals of the kernel (its first word) as a mask, bit
  * sig - 1 for signal sig, and back. */

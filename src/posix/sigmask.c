@@ -89,9 +89,12 @@ void ito__posix_sigmask_adopted(struct ito__pthread *pt)
         sigset_t one = ito__posix_sigset(ITO__SIGBIT(sig));
         siginfo_t si;
         struct timespec zero = { 0, 0 };
-        /* The kernel takes a thread's own before the process's. */
-        if (syscall(SYS_rt_sigtimedwait, &one, &si, &zero, sizeof(uint64_t)) == sig)
-            ito__posix_signal_keep(pt, sig, si.si_code == SI_QUEUE ? &si.si_value : NULL);
+        /* The kernel takes a thread's own before the process's; each
+         * queued instance of a real-time signal in turn. */
+        while (syscall(SYS_rt_sigtimedwait, &one, &si, &zero, sizeof(uint64_t)) == sig &&
+               ito__posix_signal_keep(pt, sig, si.si_code == SI_QUEUE ? &si.si_value : NULL) == 0 &&
+               sig >= ITO__POSIX_SIGRT_FIRST)
+            ;
     }
 }
 

@@ -25,11 +25,11 @@
  * A signal the target blocks (posix/sigmask.c) stays pending on it, for its
  * sigwait or until it unblocks it, and raises nothing meanwhile.
  *
- * What differs from glibc's threads: two sends of one signal before the
- * target runs either arrive as one, as for standard signals (a real-time
- * signal sent twice by pthread_sigqueue is not queued twice, and the second
- * value replaces the first); and a handler that runs while the thread waits
- * for a mutex runs only once it has the mutex.
+ * Real-time signals are queued, each instance with its value
+ * (posix/sigqueue.c); two sends of one standard signal before the target
+ * takes it arrive as one, as in the kernel. What differs from glibc's
+ * threads: a handler that runs while the thread waits for a mutex runs only
+ * once it has the mutex.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -105,10 +105,25 @@ bool ito__posix_signals_raise(struct ito__pthread *self, bool *eintr)
             *eintr = true;
     /* Those it blocks stay pending, and so do those a sigwait takes. */
     uint64_t keep = ito__sigmask_self() | atomic_load(&self->sig_waiting);
+    /* Real-time ones: each instance queued, lowest signal first. */
+    uint64_t rt = atomic_load(&self->sig_pending) & ~keep & ~(ITO__SIGBIT(ITO__POSIX_SIGRT_FIRST) - 1);
+    bool raised = false;
+    for (; rt; rt &= rt - 1) {
+        int sig = __builtin_ctzll(rt) + 1;
+        bool valued;
+        union sigval v;
+        while (ito__posix_rt_take(self, sig, &valued, &v)) {
+            if (eintr && interrupts(sig))
+                *eintr = true;
+            raise_here(sig, valued ? &v : NULL);
+            raised = true;
+        }
+    }
+    keep |= ~(ITO__SIGBIT(ITO__POSIX_SIGRT_FIRST) - 1);   /* (the queue's lock guards their bits) */
     /* Acquire pairs with the sender's release or: the value is there. */
     uint64_t pending = atomic_fetch_and_explicit(&self->sig_pending, keep, memory_order_acquire) & ~keep;
     if (!pending)
-        return nudged != 0;
+        return raised || nudged != 0;
     uint64_t valued = atomic_fetch_and_explicit(&self->sig_valued, ~pending, memory_order_acquire) & pending;
     for (int sig = 1; pending; sig++, pending >>= 1)
         if (pending & 1) {
@@ -129,10 +144,12 @@ void ito__posix_signals_check_slow(void)
         ito__posix_signals_raise(self, NULL);
 }
 
-void ito__posix_signal_keep(struct ito__pthread *pt, int sig, const union sigval *value)
+int ito__posix_signal_keep(struct ito__pthread *pt, int sig, const union sigval *value)
 {
     uint64_t bit = ITO__SIGBIT(sig);
     __atomic_store_n(&ito__posix_signals_used, true, __ATOMIC_SEQ_CST);
+    if (sig >= ITO__POSIX_SIGRT_FIRST)
+        return ito__posix_rt_keep(pt, sig, value);   /* one instance more, with its value */
     if (value) {
         uint64_t v = 0;
         memcpy(&v, value, sizeof *value);
@@ -140,6 +157,7 @@ void ito__posix_signal_keep(struct ito__pthread *pt, int sig, const union sigval
         atomic_fetch_or_explicit(&pt->sig_valued, bit, memory_order_release);
     }
     atomic_fetch_or_explicit(&pt->sig_pending, bit, memory_order_seq_cst);   /* (deliverable) */
+    return 0;
 }
 
 static int send_to(pthread_t th, int sig, const union sigval *value)
@@ -163,7 +181,9 @@ static int send_to(pthread_t th, int sig, const union sigval *value)
         raise_here(sig, value);
         return 0;
     }
-    ito__posix_signal_keep(pt, sig, value);
+    int e = ito__posix_signal_keep(pt, sig, value);
+    if (e)
+        return e;
     if (pt != ito__pthread_self())
         ito__posix_request(pt);   /* (itself: it blocks it) */
     return 0;

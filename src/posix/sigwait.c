@@ -31,6 +31,19 @@
 #include "runtime/sigmask.h"
 #include "runtime/vproc.h"
 
+/* What the kernel would report for a signal sent by a thread of this
+ * process: pthread_sigqueue's (SI_QUEUE, with its value) or pthread_kill's. */
+static void fill_info(siginfo_t *info, int sig, bool valued, union sigval v)
+{
+    memset(info, 0, sizeof *info);
+    info->si_signo = sig;
+    info->si_pid = getpid();
+    info->si_uid = getuid();
+    info->si_code = valued ? SI_QUEUE : SI_TKILL;
+    if (valued)
+        info->si_value = v;
+}
+
 /* Take a signal of `want` sent to pt, if there is one: its number, its
  * siginfo in *info (if asked); else 0. */
 static int take_own(struct ito__pthread *pt, uint64_t want, siginfo_t *info)
@@ -41,20 +54,27 @@ static int take_own(struct ito__pthread *pt, uint64_t want, siginfo_t *info)
             return 0;
         int sig = __builtin_ctzll(p) + 1;
         uint64_t bit = ITO__SIGBIT(sig);
+        if (sig >= ITO__POSIX_SIGRT_FIRST) {
+            /* Real-time: one queued instance, with its own value. */
+            bool valued;
+            union sigval v;
+            if (!ito__posix_rt_take(pt, sig, &valued, &v))
+                continue;   /* taken meanwhile */
+            if (info)
+                fill_info(info, sig, valued, v);
+            return sig;
+        }
         /* Acquire pairs with the sender's release or: the value is there. */
         if (!(atomic_fetch_and_explicit(&pt->sig_pending, ~bit, memory_order_acquire) & bit))
             continue;   /* taken meanwhile (a poke's handler raised it) */
         bool valued = atomic_fetch_and_explicit(&pt->sig_valued, ~bit, memory_order_acquire) & bit;
         if (info) {
-            memset(info, 0, sizeof *info);
-            info->si_signo = sig;
-            info->si_pid = getpid();
-            info->si_uid = getuid();
-            info->si_code = valued ? SI_QUEUE : SI_TKILL;
+            union sigval v = { 0 };
             if (valued) {
                 uint64_t raw = atomic_load_explicit(&pt->sig_value[sig - 1], memory_order_relaxed);
-                memcpy(&info->si_value, &raw, sizeof info->si_value);
+                memcpy(&v, &raw, sizeof v);
             }
+            fill_info(info, sig, valued, v);
         }
         return sig;
     }

@@ -141,6 +141,7 @@ static struct ito__pthread *pool_get(uint32_t refs)
     atomic_store_explicit(&pt->poked, false, memory_order_relaxed);
     atomic_store_explicit(&pt->sig_pending, 0, memory_order_relaxed);
     atomic_store_explicit(&pt->sig_valued, 0, memory_order_relaxed);
+    ito__posix_rt_reset(pt);
     atomic_store_explicit(&pt->sig_waiting, 0, memory_order_relaxed);
     atomic_store_explicit(&pt->sig_nudged, 0, memory_order_relaxed);
     pt->nrobust = 0;
@@ -258,9 +259,10 @@ void ito__posix_threads_forked(void)
     struct ito__pthread *self = ito__pthread_self();
     if (!self)
         return;
-    /* A joiner of the parent's may have held these. */
+    /* A joiner or a sender of the parent's may have held these. */
     ito_mutex_init(&self->exit_lock);
     ito_cond_init(&self->exit_cond);
+    ito__spin_init(&self->rtq.lock, ITO__LOCK_OBJECT);
     if (!self->main)
         ito__tcb_forked(self->tp);   /* glibc's child listed it as its own thread */
 }

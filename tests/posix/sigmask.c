@@ -407,6 +407,56 @@ static void sigwaitinfo_gets_value(void) { waitinfo(false); }
 /* A real-time signal sent twice is queued twice, each with its value. */
 static void realtime_signals_queue(void) { waitinfo(true); }
 
+/* Queued instances each run the handler when unblocked, with their values
+ * in the order sent (SA_SIGINFO). */
+static atomic_int rt_values[8];
+static atomic_int rt_runs;
+
+static void on_rt_info(int sig, siginfo_t *si, void *uc)
+{
+    (void)sig;
+    (void)uc;
+    int i = atomic_fetch_add(&rt_runs, 1);
+    if (i < 8)
+        atomic_store(&rt_values[i], si->si_code == SI_QUEUE ? si->si_value.sival_int : -1);
+}
+
+static void *blocks_rt5(void *arg)
+{
+    sigset_t s = SIGS(RT(5));
+    OK(pthread_sigmask(SIG_BLOCK, &s, NULL));
+    sync_add(&step, 1);
+    sync_wait(&step, 2); /* three sent meanwhile */
+    sigset_t p;
+    OK(sigpending(&p));
+    CHECK(sigismember(&p, RT(5)));
+    OK(pthread_sigmask(SIG_UNBLOCK, &s, NULL)); /* all three run before it returns */
+    CHECK_EQ(atomic_load(&rt_runs), 3);
+    return NULL;
+}
+
+static void realtime_signals_run_each(void)
+{
+    reset();
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_rt_info;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    OK(sigaction(RT(5), &sa, NULL));
+    atomic_store(&rt_runs, 0);
+    pthread_t t;
+    OK(pthread_create(&t, NULL, blocks_rt5, NULL));
+    sync_wait(&step, 1);
+    for (int v = 1; v <= 3; v++)
+        OK(pthread_sigqueue(t, RT(5), (union sigval){ .sival_int = v }));
+    sync_add(&step, 1);
+    OK(pthread_join(t, NULL));
+    CHECK_EQ(atomic_load(&rt_runs), 3);
+    for (int i = 0; i < 3; i++)
+        CHECK_EQ(atomic_load(&rt_values[i]), i + 1);
+    signal(RT(5), SIG_DFL);
+}
+
 static void *times_out(void *arg)
 {
     sigset_t s = SIGS(RT(4));
@@ -676,6 +726,7 @@ int main(void)
     RUN_CASE(sigwait_gets_thread_directed, 10);
     RUN_CASE(sigwaitinfo_gets_value, 10);
     RUN_CASE(realtime_signals_queue, 10);
+    RUN_CASE(realtime_signals_run_each, 10);
     RUN_CASE(sigtimedwait_times_out, 10);
     RUN_CASE(sigwait_gets_process_directed, 20);
     RUN_CASE(process_signal_goes_to_unblocking_thread, 20);
