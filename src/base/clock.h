@@ -6,10 +6,12 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "base/libc.h"
+
 static inline uint64_t ito__now_ns(void)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ito__libc_clock_gettime(CLOCK_MONOTONIC, &ts);   /* (libito-pthread defines clock_gettime) */
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 

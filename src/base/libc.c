@@ -47,6 +47,7 @@ LIBC_FN(int, sched_yield, "GLIBC_2.2.5", (void), ())
 LIBC_FN(int, nanosleep, "GLIBC_2.2.5", (const struct timespec *req, struct timespec *rem), (req, rem))
 LIBC_FN(int, clock_nanosleep, "GLIBC_2.17", (clockid_t clock, int flags, const struct timespec *req, struct timespec *rem),
         (clock, flags, req, rem))
+LIBC_FN(int, clock_gettime, "GLIBC_2.17", (clockid_t clock, struct timespec *ts), (clock, ts))
 LIBC_FN(int, usleep, "GLIBC_2.2.5", (useconds_t us), (us))
 LIBC_FN(unsigned, sleep, "GLIBC_2.2.5", (unsigned s), (s))
 #endif

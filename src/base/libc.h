@@ -37,6 +37,7 @@ int ito__libc_pthread_once(pthread_once_t *once, void (*fn)(void));
 int ito__libc_sched_yield(void);
 int ito__libc_nanosleep(const struct timespec *req, struct timespec *rem);
 int ito__libc_clock_nanosleep(clockid_t clock, int flags, const struct timespec *req, struct timespec *rem);
+int ito__libc_clock_gettime(clockid_t clock, struct timespec *ts);
 int ito__libc_usleep(useconds_t us);
 unsigned ito__libc_sleep(unsigned s);
 #else
@@ -63,6 +64,7 @@ static inline int ito__libc_clock_nanosleep(clockid_t clock, int flags, const st
 {
     return clock_nanosleep(clock, flags, req, rem);
 }
+static inline int ito__libc_clock_gettime(clockid_t clock, struct timespec *ts) { return clock_gettime(clock, ts); }
 static inline int ito__libc_usleep(useconds_t us) { return usleep(us); }
 static inline unsigned ito__libc_sleep(unsigned s) { return sleep(s); }
 #endif

@@ -275,6 +275,8 @@ uintptr_t ito__tcb_mangle(uintptr_t p)
     return p << 17 | p >> 47;   /* glibc's PTR_MANGLE on x86-64: xor, then rotate left by 17 */
 }
 
+int ito__tcb_tid(uintptr_t tp) { return tid_offset >= 0 ? *(int *)(tp + tid_offset) : 0; }
+
 _Atomic int *ito__tcb_cancelhandling(uintptr_t tp)
 {
     return cancel_offset >= 0 ? (_Atomic int *)(tp + cancel_offset) : NULL;

@@ -32,6 +32,9 @@ void ito__tcb_adopt(void *self);
 /* The C library's cancellation word in tp's descriptor (posix/cancel.c);
  * NULL if the C library does not say where it is. */
 _Atomic int *ito__tcb_cancelhandling(uintptr_t tp);
+/* The thread ID in tp's descriptor: ito's own, above any kernel thread's,
+ * for a thread pointer ito made (0 if the C library does not say where). */
+int ito__tcb_tid(uintptr_t tp);
 
 /* A code address as the C library's setjmp stores it in a jmp_buf (pointer
  * mangling with the process's pointer guard), and where it stores the

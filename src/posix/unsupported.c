@@ -29,13 +29,6 @@
         return ENOSYS;                                                                  \
     } while (0)
 
-ITO_POSIX_API int pthread_getcpuclockid(pthread_t th, clockid_t *clock)
-{
-    if (!ito__pthread_ours(th))
-        return ito__libc_pthread_getcpuclockid(th, clock);
-    UNSUPPORTED("pthread_getcpuclockid", "ito does not account CPU time per thread yet");
-}
-
 ITO_POSIX_API int pthread_getaffinity_np(pthread_t th, size_t size, cpu_set_t *set)
 {
     if (!ito__pthread_ours(th))

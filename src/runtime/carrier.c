@@ -97,6 +97,7 @@
  * every use (a load of a shared line in every section, not just a flag); a
  * timestamp in ito_blocking_begin (a clock read on every call).
  */
+#include "base/libc.h"
 #include "runtime/carrier.h"
 
 #include <sched.h>
@@ -228,7 +229,7 @@ void ito__carrier_leave(struct ito__activation *a, struct ito__thread *t)
 bool ito__carrier_cpu_time(const struct ito__activation *a, uint64_t *ns)
 {
     struct timespec ts;
-    if (a->cpu_clock == (clockid_t)-1 || clock_gettime(a->cpu_clock, &ts) != 0)
+    if (a->cpu_clock == (clockid_t)-1 || ito__libc_clock_gettime(a->cpu_clock, &ts) != 0)
         return false;
     *ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
     return true;

@@ -106,6 +106,8 @@ struct ito__thread *ito__thread_alloc(struct ito__vproc *vp)
         gen = 1;
     atomic_store_explicit(&t->ctl, (uint64_t)gen << 32 | ITO__CTL_FREE, memory_order_relaxed);
     t->epoch = ito__fork_epoch;
+    atomic_store_explicit(&t->cpu_ns, 0, memory_order_relaxed);
+    atomic_store_explicit(&t->cpu_watched, false, memory_order_relaxed);
     return t;
 }
 

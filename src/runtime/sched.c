@@ -41,6 +41,7 @@
  * switch (a lock held while the policy picks; forbidden by our lock rules).
  */
 #include "runtime/sched.h"
+#include "runtime/cputime.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -387,6 +388,7 @@ static void switch_to(struct ito__activation *act, struct ito__thread *cur, stru
         from = &act->sched;
         fake_save = &act->sched_fake_stack;
     }
+    ito__cputime_at_switch(act, dying ? NULL : cur, next);
     ito__san_start(fake_save, lo, size);
     ito__tsan_release(from);
     ito__tsan_switch(fiber);

@@ -88,6 +88,7 @@ struct ito__thread {
     uint8_t ready_reason;             /* carried through inboxes and the global queue */
     uint8_t flags;                    /* ITO__TF_* */
     bool started;                     /* has a context (ran at least once since its entry was set) */
+    _Atomic bool cpu_watched;         /* its CPU time is counted (cputime.c) */
     int16_t pref_vproc;               /* preferred vproc or -1 */
     int prio;
     struct ito__group *group;         /* its group or NULL (group.c; others read it relaxed) */
@@ -105,6 +106,7 @@ struct ito__thread {
     struct ito__inline_frame *inl_wait; /* joining inline, after the joined thread was moved off */
     uint64_t fpctl;                   /* FP control the thread starts with (its creator's) */
     _Atomic uint64_t sigmask;         /* its signal mask (sigmask.c); written by itself */
+    _Atomic uint64_t cpu_ns;          /* CPU time of its ended slices (cputime.c) */
     struct ito__stack stack;
     size_t stack_size;                /* requested usable size */
 

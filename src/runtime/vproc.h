@@ -94,6 +94,10 @@ struct ito__activation {
     uint32_t *critical_word;        /* its ito__tls_critical; with ITO_OWN_TLS, the running
                                        context's copy: rewritten at every switch (sched.c) */
     clockid_t cpu_clock;            /* its CPU-time clock */
+    /* That clock when the watched thread now running here started its slice
+     * (cputime.c), and that thread (NULL: none watched). */
+    _Atomic uint64_t cpu_mark;
+    struct ito__thread *_Atomic cpu_mark_for;
     bool stall_handoff;             /* the vproc it was given came from a stall */
     uint64_t kmask;                 /* this kernel thread's signal mask (runtime/sigmask.c) */
     _Atomic uint32_t interrupts;    /* ito's own signals handled here (runtime/sigmask.h) */
