@@ -15,7 +15,8 @@
  *
  * The module's offset is its link map's l_tls_offset, found through the
  * descriptors glibc exports for libthread_db (_thread_db_link_map_*), its
- * image through dl_iterate_phdr. Limit: a constructor of the loaded library
+ * image in its program headers; both are read inside dl_iterate_phdr, which
+ * holds the dynamic linker's lock on its list of modules. Limit: a constructor of the loaded library
  * that writes its own initial-exec variables on the loading ito thread has
  * that write replaced by the initial value.
  */
@@ -44,24 +45,43 @@ void ito__posix_dlopen_forked(void)
     fill_lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;   /* a holder the fork left behind */
 }
 
-struct module {
-    size_t modid;
-    const void *image;
-    size_t filesz, memsz;
-};
-
-static int find_module(struct dl_phdr_info *info, size_t size, void *arg)
+/* The link map of TLS module modid (in the base namespace), or NULL. */
+static struct link_map *map_of(size_t modid)
 {
-    struct module *m = arg;
-    if (info->dlpi_tls_modid != m->modid)
+    for (struct link_map *l = _r_debug.r_map; l; l = l->l_next)
+        if (*(size_t *)((char *)l + desc_modid[2]) == modid)
+            return l;
+    return NULL;
+}
+
+/* For each loaded module, inside dl_iterate_phdr: it holds the dynamic
+ * linker's lock on its list of modules, so the link maps read here cannot
+ * change (a dlopen or dlclose in another thread waits). */
+static int visit(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    bool fill = *(bool *)arg;
+    size_t modid = info->dlpi_tls_modid;
+    if (!modid || modid >= sizeof seen / sizeof seen[0])
+        return 0;
+    struct link_map *l = map_of(modid);
+    if (!l || seen[modid] == l)
+        return 0;
+    if (fill)
+        ito__tcb_modules_changed();   /* new TLS: reused thread pointers need a new DTV */
+    /* 0: no static block yet; -1: dynamic for good (x86-64's values). */
+    size_t off = *(size_t *)((char *)l + desc_offset[2]);
+    if (off == 0 || off == (size_t)-1)
+        return 0;
+    seen[modid] = l;
+    if (!fill)
         return 0;
     for (int i = 0; i < info->dlpi_phnum; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
         if (ph->p_type == PT_TLS) {
-            m->image = (const void *)(info->dlpi_addr + ph->p_vaddr);
-            m->filesz = ph->p_filesz;
-            m->memsz = ph->p_memsz;
-            return 1;
+            struct ito__tls_block b = { off, (const void *)(info->dlpi_addr + ph->p_vaddr), ph->p_filesz, ph->p_memsz };
+            ito__pthread_each_tp(ito__tcb_fill_block, &b);
+            break;
         }
     }
     return 0;
@@ -72,26 +92,8 @@ static int find_module(struct dl_phdr_info *info, size_t size, void *arg)
  * gets them from the dynamic linker). */
 static void static_tls(bool fill)
 {
-    if (!desc_offset || !desc_modid)
-        return;
-    for (struct link_map *l = _r_debug.r_map; l; l = l->l_next) {
-        size_t modid = *(size_t *)((char *)l + desc_modid[2]);
-        size_t off = *(size_t *)((char *)l + desc_offset[2]);
-        if (!modid || modid >= sizeof seen / sizeof seen[0] || seen[modid] == l)
-            continue;
-        if (fill)
-            ito__tcb_modules_changed();   /* new TLS: reused thread pointers need a new DTV */
-        /* 0: no static block yet; -1: dynamic for good (x86-64's values). */
-        if (off == 0 || off == (size_t)-1)
-            continue;
-        seen[modid] = l;
-        if (!fill)
-            continue;
-        struct module m = { .modid = modid };
-        if (!dl_iterate_phdr(find_module, &m))
-            continue;
-        ito__pthread_each_tp(ito__tcb_fill_block, &(struct ito__tls_block){ off, m.image, m.filesz, m.memsz });
-    }
+    if (desc_offset && desc_modid)
+        dl_iterate_phdr(visit, &fill);
 }
 
 __attribute__((constructor)) static void note_loaded(void)
