@@ -89,9 +89,11 @@
  *   instead. The child's one thread gets the process's affinity and the
  *   scheduling policy it had before ito changed them; the child's other
  *   vprocs, the monitor and the allocator's agent start at its first ito
- *   call, so a child that only calls exec or _exit starts no thread. Fork
- *   handlers registered after ito started run after ito's, on a working
- *   runtime.
+ *   call, so a child that only calls exec or _exit starts no thread. ito
+ *   registers its fork handlers when the library is loaded: the program's
+ *   run after ito's in the child, on a working runtime. A fork made while
+ *   another thread starts ito gives a child where ito's calls fail with
+ *   EAGAIN.
  */
 #ifndef ITO_H
 #define ITO_H

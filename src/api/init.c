@@ -43,6 +43,7 @@
 #define ITO__IDLE_SPIN_DEFAULT_US 50
 
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
+static bool start_in_progress;   /* init_lock; start() runs (for a fork meanwhile) */
 
 
 
@@ -66,10 +67,23 @@ static int validate(const ito_config_t *c)
 static void forked(pid_t parent_tid)
 {
     init_lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
+    if (start_in_progress) {
+        /* Another kernel thread was starting ito: half of it is built, by a
+         * thread that is not here. */
+        start_in_progress = false;
+        ito__rt.init_error = EAGAIN;
+        atomic_store_explicit(&ito__rt.state, ITO__RT_FAILED, memory_order_relaxed);
+        ito__warn("this process is the child of a fork made while another thread was starting ito; "
+                  "ito cannot start here (its calls fail with EAGAIN): start ito before forking");
+    }
     ito__weight_forked(parent_tid);
     ito__agent_forked();
     ito__policies_forked();
 }
+
+/* From the moment the library is loaded: a fork may happen while ito
+ * starts (runtime/fork.c registers its handlers then too). */
+__attribute__((constructor)) static void fork_hook(void) { ito__hooks.forked = forked; }
 
 /* The child of fork, at its first call through the gate: the rest of its
  * runtime, in start()'s order. */
@@ -98,7 +112,6 @@ static void fill_hooks(void)
     ito__hooks.revoked = ito__revoke_park;
     ito__hooks.rescue = ito__revoke_rescue;
     ito__hooks.repin = ito__revoke_repin;
-    ito__hooks.forked = forked;
     /* tp_new, tp_done and preempted_resume are the posix layer's (src/posix), if any. */
     ito__arch_tp_init();
 }
@@ -158,7 +171,6 @@ static int start(const ito_config_t *c, bool adopt)
     ito__overflow_install();
     ito__preempt_init();
     ito__sigmask_init();
-    ito__fork_init();
     ito__agent_configure();
     if (adopt && (e = ito__activation_adopt(ito__rt.vprocs[0])))
         return e;
@@ -217,7 +229,9 @@ int ito__init_slow(const ito_config_t *cfg, bool explicit_call)
         if (!e) {
             bool adopt = explicit_call || gettid() == getpid();
             initializing = true;
+            start_in_progress = true;
             e = start(c, adopt);
+            start_in_progress = false;
             initializing = false;
             if (e) {
                 ito__rt.init_error = e;

@@ -45,6 +45,7 @@
 #include <unistd.h>
 
 #include "api/cond.h"
+#include "api/init.h"
 #include "arch.h"
 #include "base/libc.h"
 #include "base/panic.h"
@@ -262,7 +263,12 @@ void ito__posix_threads_forked(void)
     /* A joiner or a sender of the parent's may have held these. */
     ito_mutex_init(&self->exit_lock);
     ito_cond_init(&self->exit_cond);
-    ito__spin_init(&self->rtq.lock, ITO__LOCK_OBJECT);
+    /* "The set of signals pending for the child process shall be
+     * initialized to the empty set" (fork). */
+    atomic_store_explicit(&self->sig_pending, 0, memory_order_relaxed);
+    atomic_store_explicit(&self->sig_valued, 0, memory_order_relaxed);
+    atomic_store_explicit(&self->sig_nudged, 0, memory_order_relaxed);
+    ito__posix_rt_reset(self);
     if (!self->main)
         ito__tcb_forked(self->tp);   /* glibc's child listed it as its own thread */
 }
@@ -313,7 +319,7 @@ int ito__posix_start(void)
      * those calls find ito not started and act for a foreign kernel thread. */
     static __thread bool starting;
     if (__atomic_load_n(&ito__posix_started, __ATOMIC_ACQUIRE))
-        return 0;
+        return ITO_LIKELY(ito__initialized()) ? 0 : ito__ensure_init();   /* (the child of fork resumes here) */
     if (starting)
         return EAGAIN;
     posix_init();

@@ -16,7 +16,7 @@
  * Approach. The child trusts nothing that another kernel thread may have
  * been changing when the fork happened, and builds anew what it needs:
  *  - At once, in a pthread_atfork child handler (before fork returns, and
- *    before the program's handlers registered after ito started): new locks
+ *    before the handlers of the program and of other libraries): new locks
  *    and empty shared lists (descriptors, stacks, the global queue, spares);
  *    new vprocs with new policy state; for this kernel thread, a new
  *    activation carrying the vproc the thread ran on, with a fresh scheduler
@@ -165,12 +165,19 @@ static void rebuild(void)
 {
     ito__cpus_restore_self();
     int state = atomic_load_explicit(&ito__rt.state, memory_order_relaxed);
-    if (state != ITO__RT_READY && state != ITO__RT_FORKED)
-        return;   /* failed to start: nothing to rebuild */
+    if (state != ITO__RT_READY && state != ITO__RT_FORKED) {
+        /* Not started, failed, or starting in another kernel thread: the
+         * layers above forget that (api/init.c). */
+        ito__hooks.forked(forking_tid);
+        return;
+    }
     uint32_t depth = ito__critical_depth();
     ito__critical_restore(depth + 1);   /* also drops an ATTENTION the parent's monitor set */
     struct ito__activation *old = ito__activation_self();
     struct ito__thread *self = old ? ito__thread_self() : NULL;
+    /* The kernel thread that forked, as the parent knew it: the activation's
+     * (a time slice may have moved the thread since the prepare handler). */
+    pid_t parent_tid = old ? ito__activation_tid(old) : forking_tid;
     struct forgotten *f = malloc(sizeof *f);
     if (!f)
         ito__panic("the child of fork is out of memory rebuilding ito; a child that only calls exec or "
@@ -182,7 +189,7 @@ static void rebuild(void)
     adopted = NULL;
     ito__fork_epoch++;
     forget_shared();
-    ito__hooks.forked(forking_tid);
+    ito__hooks.forked(parent_tid);
     ito__hooks.posix_forked();   /* before the adoption below takes a thread pointer */
     new_vprocs();
     ito__rings_on = false;   /* the new vprocs get theirs when the runtime resumes */
@@ -212,7 +219,12 @@ static void child(void)
     errno = saved_errno;
 }
 
-void ito__fork_init(void)
+/* Registered when the library is loaded, not when ito starts: child
+ * handlers run in the order they were registered, and ito's must run before
+ * those of the program and of libraries (which may create threads in the
+ * child); prepare handlers run in the opposite order, so ito's runs last,
+ * just before the fork. */
+__attribute__((constructor)) static void register_handlers(void)
 {
     pthread_atfork(prepare, NULL, child);
 }

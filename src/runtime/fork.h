@@ -4,9 +4,6 @@
 #ifndef ITO_RUNTIME_FORK_H
 #define ITO_RUNTIME_FORK_H
 
-/* Once, at initialization: registers the fork handlers. */
-void ito__fork_init(void);
-
 /* In the child, state FORKED, under the init lock (api/init.c): make the
  * rings and start the other vprocs' activations. The monitor and the agent
  * are the caller's to start. */

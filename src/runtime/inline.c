@@ -95,8 +95,14 @@ ITO_NOINLINE void ito__join_inline(struct ito__thread *self, struct ito__thread 
     *act->errno_ptr = 0;
     /* The child's code runs outside any critical section, as on its own stack. */
     ito__critical_restore(0);
-    if (__builtin_setjmp(f.jb) == 0)
+    if (__builtin_setjmp(f.jb) == 0) {
         t->result = t->fn(t->arg);
+        /* It forked, and this is the child (runtime/fork.c), where the
+         * joiner is a thread of the parent's: end like any other thread
+         * rather than return into the join. */
+        if (ITO_UNLIKELY(t->inl != &f))
+            ito__thread_exit(t, t->result);
+    }
     /* Here the child has finished: it returned, or ito_exit jumped back, or
      * (detached) it ran elsewhere, exited, and woke us through our context.
      * No section is open here on any of these paths. */

@@ -345,7 +345,7 @@ void ito__stack_unmap_standalone(void *mapping, size_t mapping_size, struct ito_
 
 size_t ito__default_stack_size(void)
 {
-    if (ito__initialized())
+    if (ito__runtime_built())
         return ito__rt.stack_size;
     return (size_t)ito__env_int("ITO_STACK_SIZE", ITO_STACK_DEFAULT, ITO_STACK_MIN, ITO_STACK_MAX, true);
 }

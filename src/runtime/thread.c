@@ -18,6 +18,7 @@
  */
 #include <errno.h>
 #include <sched.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -304,9 +305,13 @@ void ito__thread_exit(struct ito__thread *t, void *result)
     ito__critical_enter();   /* never left: the thread ends in its last switch */
     ito__group_exit(t);
     struct ito__vproc *vp = ito__vproc_self();
-    if (ITO_UNLIKELY(t->flags & ITO__TF_MAIN))
+    if (ITO_UNLIKELY(t->flags & ITO__TF_MAIN)) {
+        /* The child of a fork whose runtime never resumed has no other
+         * thread (a spawn resumes it): it was the last (runtime/fork.c). */
+        if (atomic_load_explicit(&ito__rt.state, memory_order_relaxed) == ITO__RT_FORKED)
+            exit(0);
         atomic_store_explicit(&ito__rt.main_exited, true, memory_order_release);
-    else
+    } else
         ITO_STAT_INC(vp, exits);
     /* The stack and the TSan fiber outlive the thread until the next context
      * runs on this vproc (after_resume in sched.c). Main's kernel stack and

@@ -22,6 +22,7 @@ struct ito__waiter *ito__waiter_init(struct ito__waiter *local)
         atomic_store_explicit(&w->state, ITO__WAIT_WAITING, memory_order_relaxed);
         atomic_store_explicit(&w->futex, 0, memory_order_relaxed);
     }
+    w->epoch = ito__fork_epoch;
     w->next = w->prev = NULL;
     w->queued = false;
     w->timed = false;
@@ -107,11 +108,10 @@ int ito__wait_end(struct ito__waiter *w, ito__spinlock *lock, struct ito__waitq 
 
 bool ito__wake_claim(struct ito__waiter *w)
 {
-    /* In the child of fork, a thread of the parent's that waited on an
-     * object the child uses: it does not exist here and never runs; the
-     * wake-up goes to the next waiter. (Its descriptor's line is the one
-     * ito__ready reads next anyway.) */
-    if (ITO_UNLIKELY(w->thread && !ito__thread_is_here(w->thread)))
+    /* In the child of fork, a thread (or a foreign kernel thread) of the
+     * parent's that waited on an object the child uses: it does not exist
+     * here and never runs; the wake-up goes to the next waiter. */
+    if (ITO_UNLIKELY(w->epoch != ito__fork_epoch))
         return false;
     uint64_t st = atomic_load_explicit(&w->state, memory_order_relaxed);
     if (!w->timed) {

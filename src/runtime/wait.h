@@ -68,6 +68,7 @@ enum {
 struct ito__waiter {
     struct ito__waiter *next, *prev;   /* queue links (object lock) */
     struct ito__thread *thread;        /* NULL: a foreign kernel thread */
+    uint32_t epoch;                    /* ito__fork_epoch when it began waiting (runtime/fork.c) */
     _Atomic uint64_t state;            /* seq << 2 | ITO__WAIT_* */
     _Atomic uint32_t futex;            /* foreign waiters sleep on it: 0 wait, 1 done */
     bool queued;                       /* linked in a queue (object lock) */

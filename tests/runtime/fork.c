@@ -429,6 +429,116 @@ static void foreign_thread_forks(void)
     reap((pid_t)(intptr_t)pid, "foreign_thread_forks");
 }
 
+/* ---- a thread that forks while it runs inline on its joiner's stack ---- */
+
+static pid_t parent_pid;
+
+static void *forks_and_returns(void *a)
+{
+    (void)a;
+    pid_t pid = fork();
+    if (pid == 0)
+        return NULL;   /* the child's one thread ends: its process exits 0 */
+    return (void *)(intptr_t)pid;
+}
+
+static void inline_joined_thread_forks(void)
+{
+    ito_thread_t t;
+    OK(ito_spawn(&t, NULL, forks_and_returns, NULL));
+    void *pid;
+    OK(ito_join(t, &pid));   /* not started yet: may run right here, on this stack */
+    if (getpid() != parent_pid)
+        _exit(80);   /* the joiner, a thread of the parent's, ran in the child */
+    CHECK((intptr_t)pid > 0);
+    reap((pid_t)(intptr_t)pid, "inline_joined_thread_forks");
+}
+
+/* ---- a kernel thread of the parent's waited on an object the child uses ---- */
+
+static ito_mutex_t fm = ITO_MUTEX_INIT;
+static atomic_int foreign_locked;
+
+static void *foreign_locker(void *a)
+{
+    (void)a;
+    atomic_store(&foreign_locked, 1);
+    ito_mutex_lock(&fm);   /* waits: the forking thread holds it */
+    ito_mutex_unlock(&fm);
+    return NULL;
+}
+
+static void *child_locker(void *a)
+{
+    (void)a;
+    ito_mutex_lock(&fm);
+    ito_mutex_unlock(&fm);
+    return NULL;
+}
+
+static void *holds_and_forks(void *a)
+{
+    (void)a;
+    ito_mutex_lock(&fm);
+    pthread_t f;
+    OK(pthread_create(&f, NULL, foreign_locker, NULL));
+    while (!atomic_load(&foreign_locked))
+        ito_sleep_ns(1000000);
+    ito_sleep_ns(30000000);   /* it waits in the mutex's queue now */
+    pid_t pid = fork();
+    if (pid == 0) {
+        alarm(20);
+        ito_thread_t c;
+        if (ito_spawn(&c, NULL, child_locker, NULL))
+            _exit(90);
+        ito_sleep_ns(30000000);   /* queued behind the parent's kernel thread */
+        ito_mutex_unlock(&fm);   /* goes to the child's own thread */
+        _exit(ito_join(c, NULL) ? 91 : 0);
+    }
+    ito_mutex_unlock(&fm);
+    OK(pthread_join(f, NULL));
+    return (void *)(intptr_t)pid;
+}
+
+static void parent_kernel_thread_waiter_skipped(void)
+{
+    ito_thread_t t;
+    OK(ito_spawn(&t, NULL, holds_and_forks, NULL));
+    void *pid;
+    OK(ito_join(t, &pid));
+    reap((pid_t)(intptr_t)pid, "parent_kernel_thread_waiter_skipped");
+}
+
+/* ---- a child handler registered before ito started calls ito ---- */
+
+static atomic_bool spawn_in_child;
+
+static void child_handler_spawns(void)
+{
+    if (atomic_load(&spawn_in_child) && spawn_join(3) != 0)
+        _exit(95);
+}
+
+static void *forks_plainly(void *a)
+{
+    (void)a;
+    pid_t pid = fork();
+    if (pid == 0)
+        _exit(0);
+    return (void *)(intptr_t)pid;
+}
+
+static void early_child_handler_uses_ito(void)
+{
+    atomic_store(&spawn_in_child, true);
+    ito_thread_t t;
+    OK(ito_spawn(&t, NULL, forks_plainly, NULL));
+    void *pid;
+    OK(ito_join(t, &pid));
+    reap((pid_t)(intptr_t)pid, "early_child_handler_uses_ito");
+    atomic_store(&spawn_in_child, false);
+}
+
 /* ---- many forks, from changing threads, while threads come and go ---- */
 
 static void *churn(void *a)
@@ -475,6 +585,10 @@ static void fork_many(void)
 int main(void)
 {
     CHECK(sched_getaffinity(0, sizeof initial_cpus, &initial_cpus) == 0);
+    parent_pid = getpid();
+    /* Before ito starts: ito's own handler (registered when the library was
+     * loaded) still runs first, so this one finds a working runtime. */
+    OK(pthread_atfork(NULL, NULL, child_handler_spawns));
     ito_config_t cfg = ITO_CONFIG_INIT;
     cfg.vprocs = VPROCS;
     OK(ito_init(&cfg));
@@ -488,6 +602,9 @@ int main(void)
     grandchildren();
     exec_gets_process_cpus();
     foreign_thread_forks();
+    inline_joined_thread_forks();
+    parent_kernel_thread_waiter_skipped();
+    early_child_handler_uses_ito();
     fork_many();   /* stops the runners too */
     for (int i = 0; i < RUNNERS; i++)
         OK(ito_join(runners[i], NULL));
