@@ -198,6 +198,20 @@ static _Noreturn void init_recursion(void)
                "cannot work before ito has started; a policy's init must not call ito");
 }
 
+/* The end of a start or a resume: READY, or FAILED with its error (and a
+ * warning: what failed). Release: everything set up before is visible to
+ * whoever passes ito__ensure_init (acquire). */
+static void publish(int e, const char *what)
+{
+    if (e) {
+        ito__rt.init_error = e;
+        atomic_store_explicit(&ito__rt.state, ITO__RT_FAILED, memory_order_release);
+        ito__warn("%s: %s", what, strerror(e));
+    } else {
+        atomic_store_explicit(&ito__rt.state, ITO__RT_READY, memory_order_release);
+    }
+}
+
 int ito__init_slow(const ito_config_t *cfg, bool explicit_call)
 {
     if (ITO_UNLIKELY(initializing))
@@ -211,13 +225,7 @@ int ito__init_slow(const ito_config_t *cfg, bool explicit_call)
         e = explicit_call && cfg ? EBUSY : 0;
     } else if (s == ITO__RT_FORKED) {
         e = resume_forked();
-        if (e) {
-            ito__rt.init_error = e;
-            atomic_store_explicit(&ito__rt.state, ITO__RT_FAILED, memory_order_release);
-            ito__warn("the child of fork could not start its runtime: %s", strerror(e));
-        } else {
-            atomic_store_explicit(&ito__rt.state, ITO__RT_READY, memory_order_release);
-        }
+        publish(e, "the child of fork could not start its runtime");
         if (explicit_call && cfg && !e)
             e = EBUSY;
     } else if (s == ITO__RT_FAILED) {
@@ -233,15 +241,7 @@ int ito__init_slow(const ito_config_t *cfg, bool explicit_call)
             e = start(c, adopt);
             start_in_progress = false;
             initializing = false;
-            if (e) {
-                ito__rt.init_error = e;
-                atomic_store_explicit(&ito__rt.state, ITO__RT_FAILED, memory_order_release);
-                ito__warn("initialization failed: %s", strerror(e));
-            } else {
-                /* Release: everything set up above is visible to whoever
-                 * passes ito__ensure_init (acquire). */
-                atomic_store_explicit(&ito__rt.state, ITO__RT_READY, memory_order_release);
-            }
+            publish(e, "initialization failed");
         }
     }
     ito__libc_pthread_mutex_unlock(&init_lock);
