@@ -92,6 +92,16 @@ struct ito__thread *ito__pthread_thread(struct ito__pthread *pt)
     return id ? ito__handle_lookup(id, &ctl) : NULL;
 }
 
+/* No signal sent to pt or routed to it (a new thread; the child of fork). */
+static void no_signals(struct ito__pthread *pt)
+{
+    atomic_store_explicit(&pt->sig_pending, 0, memory_order_relaxed);
+    atomic_store_explicit(&pt->sig_valued, 0, memory_order_relaxed);
+    ito__posix_rt_reset(pt);
+    atomic_store_explicit(&pt->sig_waiting, 0, memory_order_relaxed);
+    atomic_store_explicit(&pt->sig_nudged, 0, memory_order_relaxed);
+}
+
 static void pool_put(struct ito__pthread *pt)
 {
     ito__critical_enter();
@@ -140,11 +150,7 @@ static struct ito__pthread *pool_get(uint32_t refs)
     atomic_store_explicit(&pt->joining, NULL, memory_order_relaxed);
     pt->cancellable = pt->exiting = pt->listed = false;
     atomic_store_explicit(&pt->poked, false, memory_order_relaxed);
-    atomic_store_explicit(&pt->sig_pending, 0, memory_order_relaxed);
-    atomic_store_explicit(&pt->sig_valued, 0, memory_order_relaxed);
-    ito__posix_rt_reset(pt);
-    atomic_store_explicit(&pt->sig_waiting, 0, memory_order_relaxed);
-    atomic_store_explicit(&pt->sig_nudged, 0, memory_order_relaxed);
+    no_signals(pt);
     pt->nrobust = 0;
     pt->stack_addr = NULL;
     pt->stack_size = pt->guard_size = 0;
@@ -265,10 +271,7 @@ void ito__posix_threads_forked(void)
     ito_cond_init(&self->exit_cond);
     /* "The set of signals pending for the child process shall be
      * initialized to the empty set" (fork). */
-    atomic_store_explicit(&self->sig_pending, 0, memory_order_relaxed);
-    atomic_store_explicit(&self->sig_valued, 0, memory_order_relaxed);
-    atomic_store_explicit(&self->sig_nudged, 0, memory_order_relaxed);
-    ito__posix_rt_reset(self);
+    no_signals(self);
     if (!self->main)
         ito__tcb_forked(self->tp);   /* glibc's child listed it as its own thread */
 }

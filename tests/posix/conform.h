@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -121,6 +122,51 @@ static inline uint64_t conform_now(clockid_t clock)
     struct timespec ts;
     clock_gettime(clock, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Sleep `us` microseconds, whatever interrupts the sleep. */
+static inline void conform_pause_us(long us)
+{
+    struct timespec ts = { us / 1000000, (us % 1000000) * 1000L };
+    while (nanosleep(&ts, &ts) != 0)
+        ;
+}
+
+/* Poll cond every half millisecond for up to ms milliseconds; the case
+ * fails if it does not come true. */
+#define WAIT_UNTIL(cond, ms)                                                            \
+    do {                                                                                \
+        uint64_t give_up_ = conform_now(CLOCK_MONOTONIC) + (uint64_t)(ms) * 1000000ull; \
+        while (!(cond)) {                                                               \
+            CHECK(conform_now(CLOCK_MONOTONIC) < give_up_);                             \
+            conform_pause_us(500);                                                      \
+        }                                                                               \
+    } while (0)
+
+/* fork() for a case: the child is guarded against hanging by an alarm of
+ * `secs` seconds (the parent's alarm is not inherited). */
+static inline pid_t conform_fork(unsigned secs)
+{
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0)
+        alarm(secs);
+    return pid;
+}
+
+/* The child must have exited normally with status `want`. */
+static inline void conform_reap(pid_t pid, int want)
+{
+    int status = 0;
+    pid_t r;
+    while ((r = waitpid(pid, &status, 0)) < 0 && errno == EINTR)
+        ;
+    CHECK_EQ(r, pid);
+    if (!WIFEXITED(status))
+        fprintf(stderr, "[%s] child %d ended by signal %d\n", conform_case, (int)pid,
+                WIFSIGNALED(status) ? WTERMSIG(status) : -1);
+    CHECK(WIFEXITED(status));
+    CHECK_EQ(WEXITSTATUS(status), want);
 }
 
 /* An absolute time `ns` from now on `clock`, for the timed calls. */

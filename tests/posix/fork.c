@@ -45,7 +45,6 @@
 
 #include <fcntl.h>
 #include <pthread.h>
-#include <signal.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -56,55 +55,11 @@
 
 #include "conform.h"
 
-#define MS 1000000ull
 #define CHILD_ALARM 10 /* seconds: a hung child is ended by SIGALRM */
 
 static cpu_set_t start_affinity; /* main's, before any thread */
 static int start_policy;
 static atomic_bool stop;
-
-static void pause_ms(long ms)
-{
-    struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-    while (nanosleep(&ts, &ts) != 0)
-        ;
-}
-
-/* Polls cond for up to ms milliseconds. */
-#define WAIT_UNTIL(cond, ms)                                                            \
-    do {                                                                                \
-        uint64_t give_up_ = conform_now(CLOCK_MONOTONIC) + (ms) * MS;                   \
-        while (!(cond)) {                                                               \
-            CHECK(conform_now(CLOCK_MONOTONIC) < give_up_);                             \
-            pause_ms(1);                                                                \
-        }                                                                               \
-    } while (0)
-
-/* fork(); the child is guarded against hanging (the parent's alarm is not
- * inherited). */
-static pid_t fork_guarded(void)
-{
-    pid_t pid = fork();
-    CHECK(pid >= 0);
-    if (pid == 0)
-        alarm(CHILD_ALARM);
-    return pid;
-}
-
-/* The child must have exited normally with status `want`. */
-static void reap(pid_t pid, int want)
-{
-    int status = 0;
-    pid_t r;
-    while ((r = waitpid(pid, &status, 0)) < 0 && errno == EINTR)
-        ;
-    CHECK_EQ(r, pid);
-    if (!WIFEXITED(status))
-        fprintf(stderr, "[%s] child %d ended by signal %d\n", conform_case, (int)pid,
-                WIFSIGNALED(status) ? WTERMSIG(status) : -1);
-    CHECK(WIFEXITED(status));
-    CHECK_EQ(WEXITSTATUS(status), want);
-}
 
 static void *returns_arg(void *arg) { return arg; }
 
@@ -198,14 +153,14 @@ static void *forks_with_handlers(void *arg)
 {
     atfork_n = 0;
     atomic_store(&atfork_armed, true);
-    pid_t pid = fork_guarded();
+    pid_t pid = conform_fork(CHILD_ALARM);
     atomic_store(&atfork_armed, false);
     if (pid == 0) {
         check_seen((const int[]){ 13, 12, 11, 31, 32, 33 }, 6);
         _exit(0);
     }
     check_seen((const int[]){ 13, 12, 11, 21, 22, 23 }, 6);
-    reap(pid, 0);
+    conform_reap(pid, 0);
     return NULL;
 }
 
@@ -283,7 +238,7 @@ static void *forks_among_others(void *arg)
         CHECK_EQ(tls_value, 4242);
         /* The parent's threads do not run here. */
         long before = all_spins();
-        pause_ms(30);
+        conform_pause_us(30000);
         CHECK_EQ(all_spins(), before);
         sum_on_threads(CHILD_ADDERS);
         CHECK(pthread_equal(pthread_self(), forker_self));
@@ -293,7 +248,7 @@ static void *forks_among_others(void *arg)
     }
     CHECK(pid > 0);
     CHECK_EQ(e, ENOTRECOVERABLE);
-    reap(pid, 0);
+    conform_reap(pid, 0);
     CHECK(pthread_equal(pthread_self(), forker_self));
     CHECK_EQ(tls_value, 4242);
     return NULL;
@@ -392,20 +347,20 @@ static void child_uses_parent_objects(void)
     /* It says so holding the mutex, and lets go of it only in
      * pthread_cond_wait. */
     WAIT_UNTIL(is_waiting(), 5000);
-    pid_t pid = fork_guarded();
+    pid_t pid = conform_fork(CHILD_ALARM);
     if (pid == 0) {
         OK(pthread_mutex_lock(&held.mu));
         held.go = 1;
         OK(pthread_cond_broadcast(&held.cv));
         OK(pthread_mutex_unlock(&held.mu));
-        pause_ms(50);
+        conform_pause_us(50000);
         CHECK_EQ(atomic_load(&held.woke), 0); /* the parent's waiter is not here */
         CHECK_EQ(on_thread(locks_held, (void *)7), 7);
-        pause_ms(10);
+        conform_pause_us(10000);
         CHECK_EQ(atomic_load(&held.woke), 0);
         _exit(0);
     }
-    reap(pid, 0);
+    conform_reap(pid, 0);
     CHECK_EQ(atomic_load(&held.woke), 0); /* nor woken here */
     CHECK(is_waiting());
     OK(pthread_mutex_lock(&held.mu));
@@ -423,7 +378,7 @@ static int late_fd;
 
 static void *writes_later(void *arg)
 {
-    pause_ms(20);
+    conform_pause_us(20000);
     CHECK_EQ(write(late_fd, "x", 1), 1);
     return NULL;
 }
@@ -432,7 +387,7 @@ static void *forks_then_exits(void *arg)
 {
     int p[2];
     CHECK_EQ(pipe2(p, O_CLOEXEC), 0);
-    pid_t pid = fork_guarded();
+    pid_t pid = conform_fork(CHILD_ALARM);
     if (pid == 0) {
         close(p[0]);
         late_fd = p[1];
@@ -443,7 +398,7 @@ static void *forks_then_exits(void *arg)
         pthread_exit(NULL); /* the process ends with status 0 after the last */
     }
     close(p[1]);
-    reap(pid, 0);
+    conform_reap(pid, 0);
     char buf[16];
     size_t got = 0;
     ssize_t r;
@@ -488,7 +443,7 @@ static void stdio_in_child(void)
     for (int k = 0; k < STDIO_FORKS; k++) {
         int p[2];
         CHECK_EQ(pipe2(p, O_CLOEXEC), 0);
-        pid_t pid = fork_guarded();
+        pid_t pid = conform_fork(CHILD_ALARM);
         if (pid == 0) {
             close(p[0]);
             CHECK(fprintf(devnull, "the child writes too\n") > 0); /* the threads' stream */
@@ -508,7 +463,7 @@ static void stdio_in_child(void)
             n += (size_t)r;
         got[n] = 0;
         close(p[0]);
-        reap(pid, 0);
+        conform_reap(pid, 0);
         if (strcmp(got, want) != 0)
             fprintf(stderr, "[%s] read \"%s\", want \"%s\"\n", conform_case, got, want);
         CHECK(strcmp(got, want) == 0);
@@ -527,12 +482,12 @@ static atomic_long churned;
 
 static void fork_one(void)
 {
-    pid_t pid = fork_guarded();
+    pid_t pid = conform_fork(CHILD_ALARM);
     if (pid == 0) {
         sum_on_threads(2);
         _exit(0);
     }
-    reap(pid, 0);
+    conform_reap(pid, 0);
 }
 
 static void *forks_when_asked(void *arg)
@@ -596,7 +551,7 @@ struct exec_job {
 static void *forks_and_execs(void *arg)
 {
     const struct exec_job *job = arg;
-    pid_t pid = fork_guarded();
+    pid_t pid = conform_fork(CHILD_ALARM);
     if (pid == 0) {
         cpu_set_t now;
         CPU_ZERO(&now);
@@ -610,7 +565,7 @@ static void *forks_and_execs(void *arg)
         fprintf(stderr, "[%s] cannot exec %s: %s\n", conform_case, job->argv[0], strerror(errno));
         _exit(127);
     }
-    reap(pid, job->want);
+    conform_reap(pid, job->want);
     return NULL;
 }
 
@@ -629,161 +584,6 @@ static void fork_then_exec(void)
     forks_and_execs((void *)&yes); /* from main */
 }
 
-/* ---- pthread_once left running by a thread of the parent ---- */
-
-/* glibc's once carries a fork generation: in the child, a once that
- * another thread was running is run again by the first caller (nobody
- * would ever finish it otherwise). */
-static pthread_once_t half_done = PTHREAD_ONCE_INIT;
-static atomic_int once_entered, once_runs;
-
-static void slow_init(void)
-{
-    atomic_store(&once_entered, 1);
-    pause_ms(200);
-    atomic_fetch_add(&once_runs, 1);
-}
-
-static void *runs_once(void *arg)
-{
-    OK(pthread_once(&half_done, slow_init));
-    return arg;
-}
-
-static void once_left_running_by_parent(void)
-{
-    pthread_t t;
-    OK(pthread_create(&t, NULL, runs_once, NULL));
-    WAIT_UNTIL(atomic_load(&once_entered), 5000);
-    pid_t pid = fork_guarded();
-    if (pid == 0) {
-        atomic_store(&once_runs, 0);
-        OK(pthread_once(&half_done, slow_init));
-        CHECK_EQ(atomic_load(&once_runs), 1);
-        _exit(0);
-    }
-    reap(pid, 0);
-    OK(pthread_join(t, NULL));
-    CHECK_EQ(atomic_load(&once_runs), 1);
-}
-
-/* ---- "The set of signals pending for the child process shall be
- * initialized to the empty set" ---- */
-
-static atomic_int usr1_runs;
-
-static void on_usr1(int sig) { atomic_fetch_add(&usr1_runs, 1); }
-
-static void *forks_with_pending(void *arg)
-{
-    sigset_t s;
-    sigemptyset(&s);
-    sigaddset(&s, SIGUSR1);
-    sigaddset(&s, SIGRTMIN);
-    OK(pthread_sigmask(SIG_BLOCK, &s, NULL));
-    OK(pthread_kill(pthread_self(), SIGUSR1));
-    OK(pthread_kill(pthread_self(), SIGRTMIN));
-    pid_t pid = fork_guarded();
-    if (pid == 0) {
-        sigset_t p;
-        OK(sigpending(&p));
-        CHECK(!sigismember(&p, SIGUSR1) && !sigismember(&p, SIGRTMIN));
-        OK(pthread_sigmask(SIG_UNBLOCK, &s, NULL));
-        CHECK_EQ(atomic_load(&usr1_runs), 0);
-        _exit(0);
-    }
-    reap(pid, 0);
-    sigset_t one;
-    int sig;
-    sigemptyset(&one);
-    sigaddset(&one, SIGUSR1);
-    OK(sigwait(&one, &sig)); /* the parent's thread still has both */
-    sigemptyset(&one);
-    sigaddset(&one, SIGRTMIN);
-    OK(sigwait(&one, &sig));
-    return arg;
-}
-
-static void child_starts_with_no_pending_signals(void)
-{
-    signal(SIGUSR1, on_usr1);
-    signal(SIGRTMIN, on_usr1);
-    pthread_t t;
-    OK(pthread_create(&t, NULL, forks_with_pending, NULL));
-    OK(pthread_join(t, NULL));
-    signal(SIGUSR1, SIG_DFL);
-    signal(SIGRTMIN, SIG_DFL);
-}
-
-/* ---- the child blocks in the kernel while its own thread works ---- */
-
-static int blocked_fd[2];
-
-static void *writes_soon(void *arg)
-{
-    pause_ms(50);
-    CHECK_EQ(write(blocked_fd[1], "x", 1), 1);
-    return arg;
-}
-
-static void *forks_and_reads(void *arg)
-{
-    pid_t pid = fork_guarded();
-    if (pid == 0) {
-        CHECK_EQ(pipe(blocked_fd), 0);
-        pthread_t w;
-        OK(pthread_create(&w, NULL, writes_soon, NULL));
-        char c;
-        CHECK_EQ(read(blocked_fd[0], &c, 1), 1); /* a plain read that blocks */
-        OK(pthread_join(w, NULL));
-        _exit(0);
-    }
-    reap(pid, 0);
-    return arg;
-}
-
-static void child_blocks_while_its_thread_runs(void)
-{
-    pthread_t t;
-    OK(pthread_create(&t, NULL, forks_and_reads, NULL));
-    OK(pthread_join(t, NULL));
-}
-
-/* ---- a child handler that creates a thread ---- */
-
-static atomic_bool create_in_child;
-
-static void *answers(void *arg) { return (void *)(intptr_t)42; }
-
-static void child_creates(void)
-{
-    if (!atomic_load(&create_in_child))
-        return;
-    pthread_t t;
-    void *r = NULL;
-    if (pthread_create(&t, NULL, answers, NULL) != 0 || pthread_join(t, &r) != 0 || r != (void *)(intptr_t)42)
-        _exit(5);
-}
-
-static void *forks_with_creating_handler(void *arg)
-{
-    pid_t pid = fork_guarded();
-    if (pid == 0)
-        _exit(0);
-    reap(pid, 0);
-    return arg;
-}
-
-static void child_handler_creates_thread(void)
-{
-    OK(pthread_atfork(NULL, NULL, child_creates));
-    atomic_store(&create_in_child, true);
-    pthread_t t;
-    OK(pthread_create(&t, NULL, forks_with_creating_handler, NULL));
-    OK(pthread_join(t, NULL));
-    atomic_store(&create_in_child, false);
-}
-
 int main(void)
 {
     CPU_ZERO(&start_affinity);
@@ -798,9 +598,5 @@ int main(void)
     RUN_CASE(stdio_in_child, 30);
     RUN_CASE(fork_many, 45);
     RUN_CASE(fork_then_exec, 30);
-    RUN_CASE(once_left_running_by_parent, 20);
-    RUN_CASE(child_starts_with_no_pending_signals, 20);
-    RUN_CASE(child_blocks_while_its_thread_runs, 20);
-    RUN_CASE(child_handler_creates_thread, 20);
     return 0;
 }

@@ -136,23 +136,6 @@ static void reset(void)
     step.value = 0; /* no thread uses it between cases */
 }
 
-static void pause_us(long us)
-{
-    struct timespec ts = { us / 1000000, (us % 1000000) * 1000L };
-    while (nanosleep(&ts, &ts) != 0)
-        ;
-}
-
-/* Polls cond for up to ms milliseconds. */
-#define WAIT_UNTIL(cond, ms)                                                            \
-    do {                                                                                \
-        uint64_t give_up_ = conform_now(CLOCK_MONOTONIC) + (ms) * MS;                   \
-        while (!(cond)) {                                                               \
-            CHECK(conform_now(CLOCK_MONOTONIC) < give_up_);                             \
-            pause_us(500);                                                              \
-        }                                                                               \
-    } while (0)
-
 /* Computes (and now and then yields or sleeps) until `stop`, blocking what
  * it was created blocking. */
 static void *computes(void *arg)
@@ -163,7 +146,7 @@ static void *computes(void *arg)
     for (unsigned long n = 0; !atomic_load(&stop); n++) {
         x += n;
         if (n % 8192 == 0)
-            pause_us(50);
+            conform_pause_us(50);
         else if (n % 4096 == 0)
             sched_yield();
     }
@@ -295,7 +278,7 @@ static void *blocks_then_unblocks(void *arg)
     sync_add(&step, 1);
     sync_wait(&step, 2); /* main sent SIGUSR2 */
     WAIT_UNTIL(pending(SIGUSR2), 2000); /* generated: pending on us */
-    pause_us(20000);
+    conform_pause_us(20000);
     CHECK_EQ(atomic_load(&handled[SIGUSR2]), 0);
     sync_add(&step, 1);
     sync_wait(&step, 4); /* main looked at its own pending set */
@@ -540,7 +523,7 @@ static void *receives(void *arg)
 static void *sends_then_waits(void *arg)
 {
     mask_bits(SIG_BLOCK, B_USR2);
-    pause_us(20000);
+    conform_pause_us(20000);
     CHECK_EQ(kill(getpid(), SIGUSR2), 0);
     WAIT_UNTIL(atomic_load(&handled[SIGUSR2]) >= 1, 2000);
     return NULL;
@@ -558,7 +541,7 @@ static void process_signal_goes_to_unblocking_thread(void)
         OK(pthread_create(&w[i], NULL, computes, (void *)(uintptr_t)B_USR2));
     OK(pthread_create(&r, NULL, receives, NULL));
     WAIT_UNTIL(atomic_load(&reached) >= 4, 2000);
-    pause_us(10000);
+    conform_pause_us(10000);
     CHECK_EQ(kill(getpid(), SIGUSR2), 0);
     WAIT_UNTIL(atomic_load(&handled[SIGUSR2]) >= 1, 2000);
     CHECK(pthread_equal(atomic_load(&handled_on), r));
@@ -676,7 +659,7 @@ static void *churns(void *arg)
         if (k % 2)
             sched_yield();
         else
-            pause_us(20 + (i % 7) * 10);
+            conform_pause_us(20 + (i % 7) * 10);
         check_mask(bits);
         sched_yield();
         check_mask(bits);
@@ -699,7 +682,7 @@ static void many_threads_masks(void)
     CHECK(r == 0 || r == PTHREAD_BARRIER_SERIAL_THREAD);
     for (int n = 0; n < 50; n++) {
         CHECK_EQ(kill(getpid(), SIGUSR1), 0);
-        pause_us(200);
+        conform_pause_us(200);
     }
     for (unsigned i = 0; i < NCHURN; i++)
         OK(pthread_join(t[i], NULL));
