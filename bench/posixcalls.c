@@ -3,7 +3,7 @@
  * posixcalls — POSIX thread calls of an unmodified program, on the C
  * library's threads or on ito's through libito-pthread (the drop-in).
  *
- *   posixcalls --impl pthread|ito-pthread --op nullfork|signalwait|yield|mutex [--n N]
+ *   posixcalls --impl pthread|ito-pthread --op nullfork|signalwait|yield|mutex|pipe [--n N]
  *
  * The program uses only <pthread.h>: it is the same binary both ways. With
  * --impl ito-pthread it runs itself again with libito-pthread preloaded (the
@@ -16,6 +16,11 @@
  *               variables and a turn variable
  *   yield       two threads calling sched_yield in turn; ns per yield
  *   mutex       pthread_mutex_lock + unlock, uncontended
+ *   pipe        round trip of a byte through two blocking pipes, one per
+ *               direction: each read waits until the other thread writes
+ *               (on ito the reader parks on the vproc's io_uring ring, like
+ *               kpingpong's ito_read; on the C library the kernel thread
+ *               blocks)
  * A warm-up of N/10 operations precedes the timed ones.
  */
 #include <limits.h>
@@ -76,6 +81,41 @@ static uint64_t run_yield(long n)
     CHECK0(pthread_join(a, NULL));
     CHECK0(pthread_join(b, NULL));
     return bench_now_ns() - t0;
+}
+
+static int to_b[2], to_a[2];
+static long trips;
+
+static void *pipe_end(void *arg)
+{
+    int me = (int)(intptr_t)arg;
+    int in = me ? to_b[0] : to_a[0], out = me ? to_a[1] : to_b[1];
+    char c = 'p';
+    for (long i = 0; i < trips; i++) {
+        if (me == 0 && write(out, &c, 1) != 1)
+            bench_fail("pipe write: %s", strerror(errno));
+        if (read(in, &c, 1) != 1 || c != 'p')
+            bench_fail("pipe read: wrong message or %s", strerror(errno));
+        if (me == 1 && write(out, &c, 1) != 1)
+            bench_fail("pipe write: %s", strerror(errno));
+    }
+    return NULL;
+}
+
+static uint64_t run_pipe(long n)
+{
+    trips = n;
+    if (pipe(to_a) != 0 || pipe(to_b) != 0)
+        bench_fail("pipe: %s", strerror(errno));
+    pthread_t a, b;
+    uint64_t t0 = bench_now_ns();
+    CHECK0(pthread_create(&a, NULL, pipe_end, (void *)0));
+    CHECK0(pthread_create(&b, NULL, pipe_end, (void *)1));
+    CHECK0(pthread_join(a, NULL));
+    CHECK0(pthread_join(b, NULL));
+    uint64_t ns = bench_now_ns() - t0;
+    close(to_a[0]), close(to_a[1]), close(to_b[0]), close(to_b[1]);
+    return ns;
 }
 
 static uint64_t run_nullfork(long n)
@@ -144,8 +184,10 @@ int main(int argc, char **argv)
         run = run_yield, dflt = ito ? 2000000 : 200000;
     else if (!strcmp(op, "mutex"))
         run = run_mutex, dflt = 5000000;
+    else if (!strcmp(op, "pipe"))
+        run = run_pipe, dflt = ito ? 200000 : 50000;
     else
-        bench_fail("--op must be nullfork, signalwait, yield or mutex");
+        bench_fail("--op must be nullfork, signalwait, yield, mutex or pipe");
     long n = (long)arg_int(argc, argv, "--n", dflt);
     if (n < 2)
         bench_fail("--n must be at least 2");

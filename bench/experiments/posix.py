@@ -11,7 +11,8 @@ from harness.targets import Target
 OPS = (("nullfork", "create + join", "nullfork/ito/1"),
        ("signalwait", "signal-wait round trip", "signalwait/ito/same"),
        ("yield", "yield", "yield/ito/1"),
-       ("mutex", "mutex lock + unlock", None))
+       ("mutex", "mutex lock + unlock", None),
+       ("pipe", "pipe round trip (blocking read/write)", "kpingpong/ito/pipe/same"))
 WORKS = (("pigz", "pigz -p {t} (48 MB of text)", "ms", "ns", 1e6),
          ("xz", "xz -T{t} -3 (48 MB of text)", "ms", "ns", 1e6),
          ("zstd", "zstd -T{t} -3 (48 MB of text)", "ms", "ns", 1e6),
@@ -55,7 +56,8 @@ class Posix(Experiment):
     notes = ("posixcalls is a plain pthread program (it includes no ito header): \"pthread\" runs it on the "
              "C library's threads restricted to one CPU, \"ito\" runs the same binary with libito-pthread "
              "preloaded on one vproc. The targets compare the drop-in with ito's own API on the same "
-             "operation in the same run (nullfork, signalwait, yield on 1 vproc). Each ito thread has its "
+             "operation in the same run (nullfork, signalwait, yield on 1 vproc; pipe: kpingpong's ito_read/ito_write "
+             "round trip on 1 vproc). Each ito thread has its "
              "own thread pointer, so a switch also writes the %fs base (wrfsbase, src/posix/tcb.c). "
              "Real programs: the same command with and without ito-run, T threads (the CPUs used); "
              "redis-benchmark itself always runs on the C library's threads.")

@@ -22,6 +22,12 @@
  * connect) decide by F_GETFL first; openat, close and fsync go straight to
  * the ring.
  *
+ * A thread of the POSIX face waits on the ring interruptibly (posix/io.c):
+ * a signal or a cancellation for it cancels the operation (runtime/ring.c
+ * waits until the kernel is done with it), and the call returns what it
+ * had transferred, or fails with EINTR if nothing. ito's own threads never
+ * wait interruptibly: for them none of these calls fails with EINTR.
+ *
  * Foreign kernel threads, and every thread when the rings are off, make the
  * plain system call — inside ito_blocking_begin/end (runtime/carrier.c), so
  * that a call that blocks hands its vproc on. So does the one form io_uring
@@ -43,6 +49,7 @@
 #include <ito.h>
 
 #include "base/clock.h"
+#include "base/libc.h"
 #include "api/init.h"
 #include "runtime/runtime.h"
 #include "runtime/sanitizer.h"
@@ -116,10 +123,14 @@ static int op_end(struct ito__ring *ring, struct io_uring_sqe *sqe, uint64_t tim
         io_uring_prep_link_timeout(t, &ts, 0);
         io_uring_sqe_set_data64(t, 0);
     }
-    ito__ring_wait(ring, &req);
-    /* Cancelled by the timeout: ECANCELED, or EINTR for an operation that
-     * a kernel worker was running. */
-    if (timeout && (req.res == -ECANCELED || req.res == -EINTR))
+    int intr = ito__ring_wait(ring, &req);
+    /* Cancelled: ECANCELED, or EINTR for an operation that a kernel worker
+     * was running. By an interruption (the POSIX face's threads only), or
+     * by the timeout. */
+    bool cancelled = req.res == -ECANCELED || req.res == -EINTR;
+    if (intr && cancelled)
+        return -EINTR;
+    if (timeout && cancelled)
         return -EAGAIN;
     return req.res;
 }
@@ -261,7 +272,7 @@ static ssize_t rw(bool write, int fd, const struct iovec *iov, int cnt, off_t of
 ITO_API ssize_t ito_read(int fd, void *buf, size_t count)
 {
     if (!my_ring() || count > MAX_RW_COUNT)
-        return ITO_BLOCKING(read(fd, buf, count));
+        return ITO_BLOCKING(ito__libc_read(fd, buf, count));
     struct iovec v = { buf, count };
     return rw(false, fd, &v, 1, -1);
 }
@@ -269,7 +280,7 @@ ITO_API ssize_t ito_read(int fd, void *buf, size_t count)
 ITO_API ssize_t ito_write(int fd, const void *buf, size_t count)
 {
     if (!my_ring() || count > MAX_RW_COUNT)
-        return ITO_BLOCKING(write(fd, buf, count));
+        return ITO_BLOCKING(ito__libc_write(fd, buf, count));
     struct iovec v = { (void *)buf, count };
     return rw(true, fd, &v, 1, -1);
 }
@@ -277,7 +288,7 @@ ITO_API ssize_t ito_write(int fd, const void *buf, size_t count)
 ITO_API ssize_t ito_pread(int fd, void *buf, size_t count, off_t offset)
 {
     if (!my_ring() || offset < 0 || count > MAX_RW_COUNT)
-        return ITO_BLOCKING(pread(fd, buf, count, offset));
+        return ITO_BLOCKING(ito__libc_pread(fd, buf, count, offset));
     struct iovec v = { buf, count };
     return rw(false, fd, &v, 1, offset);
 }
@@ -285,7 +296,7 @@ ITO_API ssize_t ito_pread(int fd, void *buf, size_t count, off_t offset)
 ITO_API ssize_t ito_pwrite(int fd, const void *buf, size_t count, off_t offset)
 {
     if (!my_ring() || offset < 0 || count > MAX_RW_COUNT)
-        return ITO_BLOCKING(pwrite(fd, buf, count, offset));
+        return ITO_BLOCKING(ito__libc_pwrite(fd, buf, count, offset));
     struct iovec v = { (void *)buf, count };
     return rw(true, fd, &v, 1, offset);
 }
@@ -312,16 +323,17 @@ static ssize_t sr_(bool send_, int fd, void *buf, size_t len, int flags)
 {
     struct ito__ring *ring = my_ring();
     if (!ring || (flags & MSG_DONTWAIT))
-        return ITO_BLOCKING(send_ ? send(fd, buf, len, flags) : recv(fd, buf, len, flags));
+        return ITO_BLOCKING(send_ ? ito__libc_send(fd, buf, len, flags) : ito__libc_recv(fd, buf, len, flags));
 
     size_t done = 0;
     bool whole = !send_ && (flags & (MSG_WAITALL | MSG_PEEK));
     if (!send_ && (flags & MSG_PEEK) && (flags & MSG_WAITALL))
         /* io_uring's MSG_WAITALL retries append what MSG_PEEK saw again:
          * the plain call, as a blocking call. */
-        return ITO_BLOCKING(recv(fd, buf, len, flags));
+        return ITO_BLOCKING(ito__libc_recv(fd, buf, len, flags));
     if (!whole) {
-        ssize_t r = send_ ? send(fd, buf, len, flags | MSG_DONTWAIT) : recv(fd, buf, len, flags | MSG_DONTWAIT);
+        ssize_t r = send_ ? ito__libc_send(fd, buf, len, flags | MSG_DONTWAIT)
+                          : ito__libc_recv(fd, buf, len, flags | MSG_DONTWAIT);
         if (r < 0 && !would_block(errno))
             return -1;
         done = r > 0 ? (size_t)r : 0;
@@ -333,7 +345,7 @@ static ssize_t sr_(bool send_, int fd, void *buf, size_t len, int flags)
     if (nb != 0) {
         if (done || nb < 0)
             return done ? (ssize_t)done : -1;
-        return send_ ? send(fd, buf, len, flags) : recv(fd, buf, len, flags);
+        return send_ ? ito__libc_send(fd, buf, len, flags) : ito__libc_recv(fd, buf, len, flags);
     }
 
     uint64_t timeout = sock_timeout(fd, send_ ? SO_SNDTIMEO : SO_RCVTIMEO);
@@ -375,7 +387,7 @@ static int accept_(int fd, struct sockaddr *addr, socklen_t *addrlen, int flags)
     if (nb < 0)
         return -1;
     if (nb)
-        return ITO_BLOCKING(accept4(fd, addr, addrlen, flags));
+        return ITO_BLOCKING(ito__libc_accept4(fd, addr, addrlen, flags));
     uint64_t timeout = sock_timeout(fd, SO_RCVTIMEO);
     struct io_uring_sqe *sqe = op_begin(ring);
     io_uring_prep_accept(sqe, fd, addr, addrlen, flags);
@@ -390,7 +402,7 @@ static int connect_(int fd, const struct sockaddr *addr, socklen_t addrlen)
     if (nb < 0)
         return -1;
     if (nb)
-        return ring ? connect(fd, addr, addrlen) : ITO_BLOCKING(connect(fd, addr, addrlen));
+        return ring ? ito__libc_connect(fd, addr, addrlen) : ITO_BLOCKING(ito__libc_connect(fd, addr, addrlen));
     uint64_t timeout = sock_timeout(fd, SO_SNDTIMEO);
     struct io_uring_sqe *sqe = op_begin(ring);
     io_uring_prep_connect(sqe, fd, addr, addrlen);
@@ -426,7 +438,7 @@ ITO_API int ito_connect(int fd, const struct sockaddr *addr, socklen_t addrlen)
  * first completion cancels the rest (ring.c, cancel_rest), and the thread
  * wakes when all have completed — never while the kernel may still write
  * into its stack. */
-static void poll_wait(struct ito__ring *ring, const struct pollfd *fds, nfds_t nfds, uint64_t deadline)
+static int poll_wait(struct ito__ring *ring, const struct pollfd *fds, nfds_t nfds, uint64_t deadline)
 {
     struct ito__io_req req = { .thread = ito__thread_self(), .ring = ring };
     req.cancel_rest = true;
@@ -449,18 +461,18 @@ static void poll_wait(struct ito__ring *ring, const struct pollfd *fds, nfds_t n
         io_uring_sqe_set_data(sqe, &req);
         req.pending++;
     }
-    ito__ring_wait(ring, &req);   /* unlocks */
+    return ito__ring_wait(ring, &req);   /* unlocks */
 }
 
 ITO_API int ito_poll(struct pollfd *fds, nfds_t nfds, int timeout_ms)
 {
     struct ito__ring *ring = my_ring();
     if (!ring || timeout_ms == 0)
-        return ITO_BLOCKING(poll(fds, nfds, timeout_ms));
+        return ITO_BLOCKING(ito__libc_poll(fds, nfds, timeout_ms));
     uint64_t deadline = timeout_ms < 0 ? 0 : ito__now_ns() + (uint64_t)timeout_ms * 1000000u;
     for (;;) {
         /* The answer always comes from poll itself: exact revents. */
-        int r = poll(fds, nfds, 0);
+        int r = ito__libc_poll(fds, nfds, 0);
         if (r != 0)
             return r;
         if (deadline && ito__now_ns() >= deadline)
@@ -470,13 +482,18 @@ ITO_API int ito_poll(struct pollfd *fds, nfds_t nfds, int timeout_ms)
             any = fds[i].fd >= 0;
         if (!any) {
             /* Nothing to watch: a sleep (forever: until the process ends). */
-            uint64_t now = ito__now_ns();
-            ito_sleep_ns(!deadline ? UINT64_MAX : deadline > now ? deadline - now : 0);
+            if (ito__sleep_until(deadline) == EINTR)
+                return (int)fail(EINTR);
             if (deadline)
                 return 0;
             continue;
         }
-        poll_wait(my_ring(), fds, nfds, deadline);
+        if (poll_wait(my_ring(), fds, nfds, deadline) == EINTR) {
+            /* Interrupted (the POSIX face's threads only): what is ready
+             * now, or EINTR. */
+            r = ito__libc_poll(fds, nfds, 0);
+            return r != 0 ? r : (int)fail(EINTR);
+        }
     }
 }
 

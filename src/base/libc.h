@@ -1,14 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The C library's own thread functions.
+ * The C library's own thread and I/O functions, and the system calls ito
+ * makes for itself.
  *
  * In libito-pthread.so (src/posix) the names pthread_create,
- * pthread_mutex_lock, sched_yield and the rest are ito's: a call by name
+ * pthread_mutex_lock, sched_yield, read, poll and the rest are ito's: a call by name
  * from inside the library binds to ito's own definition, which runs on ito
  * threads — even a call naming glibc's symbol version, since the linker
  * binds that to the definition in the library it is building. ito's own
  * kernel threads (activations, the monitor, the allocator's agent) and its
- * few process-wide locks need the C library's, so the lower layers call
+ * few process-wide locks need the C library's, and ito's own I/O calls
+ * (api/io.c) need the system's answer, so the lower layers call
  * them through these wrappers, which look each function up in the C library
  * by name and version the first time (libc.c). In libito.so, which defines
  * none of them, they are plain calls by name.
@@ -16,9 +18,12 @@
 #ifndef ITO_BASE_LIBC_H
 #define ITO_BASE_LIBC_H
 
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -40,6 +45,15 @@ int ito__libc_clock_nanosleep(clockid_t clock, int flags, const struct timespec 
 int ito__libc_clock_gettime(clockid_t clock, struct timespec *ts);
 int ito__libc_usleep(useconds_t us);
 unsigned ito__libc_sleep(unsigned s);
+ssize_t ito__libc_read(int fd, void *buf, size_t n);
+ssize_t ito__libc_write(int fd, const void *buf, size_t n);
+ssize_t ito__libc_pread(int fd, void *buf, size_t n, off_t off);
+ssize_t ito__libc_pwrite(int fd, const void *buf, size_t n, off_t off);
+ssize_t ito__libc_recv(int fd, void *buf, size_t n, int flags);
+ssize_t ito__libc_send(int fd, const void *buf, size_t n, int flags);
+int ito__libc_accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags);
+int ito__libc_connect(int fd, const struct sockaddr *addr, socklen_t len);
+int ito__libc_poll(struct pollfd *fds, nfds_t n, int timeout_ms);
 #else
 /* libito.so defines none of these: the names are the C library's (or, in a
  * sanitizer build, the sanitizer's, which must see every thread). */
@@ -67,7 +81,27 @@ static inline int ito__libc_clock_nanosleep(clockid_t clock, int flags, const st
 static inline int ito__libc_clock_gettime(clockid_t clock, struct timespec *ts) { return clock_gettime(clock, ts); }
 static inline int ito__libc_usleep(useconds_t us) { return usleep(us); }
 static inline unsigned ito__libc_sleep(unsigned s) { return sleep(s); }
+static inline ssize_t ito__libc_read(int fd, void *buf, size_t n) { return read(fd, buf, n); }
+static inline ssize_t ito__libc_write(int fd, const void *buf, size_t n) { return write(fd, buf, n); }
+static inline ssize_t ito__libc_pread(int fd, void *buf, size_t n, off_t off) { return pread(fd, buf, n, off); }
+static inline ssize_t ito__libc_pwrite(int fd, const void *buf, size_t n, off_t off) { return pwrite(fd, buf, n, off); }
+static inline ssize_t ito__libc_recv(int fd, void *buf, size_t n, int flags) { return recv(fd, buf, n, flags); }
+static inline ssize_t ito__libc_send(int fd, const void *buf, size_t n, int flags) { return send(fd, buf, n, flags); }
+static inline int ito__libc_accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
+{
+    return accept4(fd, addr, len, flags);
+}
+static inline int ito__libc_connect(int fd, const struct sockaddr *addr, socklen_t len) { return connect(fd, addr, len); }
+static inline int ito__libc_poll(struct pollfd *fds, nfds_t n, int timeout_ms) { return poll(fds, n, timeout_ms); }
 #endif
+
+/* What the runtime reads and writes for itself (eventfds, /proc, messages
+ * on stderr): the system calls themselves, in either library — never the
+ * POSIX face's calls, and never a cancellation point, which the C library's
+ * read and write are (a thread with a cancellation pending would unwind
+ * from inside the runtime, holding its locks). */
+static inline ssize_t ito__sys_read(int fd, void *buf, size_t n) { return syscall(SYS_read, fd, buf, n); }
+static inline ssize_t ito__sys_write(int fd, const void *buf, size_t n) { return syscall(SYS_write, fd, buf, n); }
 
 /* Any other C-library function by name and symbol version (e.g.
  * "GLIBC_2.2.5"); panics if the C library does not have it. */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Fatal errors and warnings: one line each on stderr, prefixed "ito: ". */
 #include "base/panic.h"
+#include "base/libc.h"
 
 #ifdef ITO_TSAN
 _Atomic int ito__fence_word;   /* see ITO_FENCE */
@@ -21,7 +22,7 @@ static void vsay(const char *fmt, va_list ap)
         len = sizeof buf - 2;
     buf[len++] = '\n';
     /* write(2), not stdio: callers may hold stdio locks or be on a small stack. */
-    ssize_t w = write(STDERR_FILENO, buf, len);
+    ssize_t w = ito__sys_write(STDERR_FILENO, buf, len);
     (void)w;
 }
 

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "base/procstat.h"
+#include "base/libc.h"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -13,7 +14,7 @@ const char *ito__procstat_read(pid_t tid, char *buf, size_t len)
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return NULL;
-    ssize_t n = read(fd, buf, len - 1);
+    ssize_t n = ito__sys_read(fd, buf, len - 1);
     close(fd);
     if (n <= 0)
         return NULL;

@@ -51,6 +51,7 @@
  * generation only says when to look.
  */
 #include "cpushare/table.h"
+#include "base/libc.h"
 
 #include <ctype.h>
 #include <stddef.h>
@@ -294,7 +295,7 @@ static void online_cpus(ito__cpumask *m)
     ito__cpumask_zero(m);
     int fd = open("/sys/devices/system/cpu/online", O_RDONLY | O_CLOEXEC);
     char buf[4096];
-    ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+    ssize_t n = fd >= 0 ? ito__sys_read(fd, buf, sizeof buf - 1) : -1;
     if (fd >= 0)
         close(fd);
     if (n > 0) {

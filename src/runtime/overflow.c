@@ -21,6 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/libc.h"
 #include "runtime/runtime.h"
 #include "runtime/thread.h"
 #include "runtime/vproc.h"
@@ -69,7 +70,7 @@ static void report(const char *who, unsigned idx, const char *name, size_t size,
                              "or set ITO_STACK_SIZE=<bytes> (default ");
     n = put_num(buf, n, cap, ito__rt.stack_size, 10);
     n = put_str(buf, n, cap, ")\n");
-    ssize_t w = write(STDERR_FILENO, buf, n);
+    ssize_t w = ito__sys_write(STDERR_FILENO, buf, n);
     (void)w;
 }
 

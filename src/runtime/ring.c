@@ -174,15 +174,14 @@ void ito__rings_forked(struct ito__vproc *const *old, int n)
 
 /* ------------------------------------------------------------ reaping */
 
-/* Wake the threads of a list built by reap_locked (linked by qnext). */
+/* Wake the threads of a list built by reap_locked (linked by qnext), whose
+ * waits it claimed. */
 static unsigned wake_list(struct ito__thread *list)
 {
     unsigned n = 0;
     while (list) {
         struct ito__thread *next = list->qnext;   /* before it can run */
         list->qnext = NULL;
-        /* An untimed wait: only this completion can end it. */
-        ito__wake_claim(&list->wait);
         ito__wake_finish(&list->wait);
         list = next;
         n++;
@@ -211,7 +210,7 @@ static bool reap_locked(struct ito__ring *r, struct ito__thread **wake)
                     /* Consume the count, so that the next poll waits for a
                      * new kick. */
                     uint64_t count;
-                    ssize_t rd = read(r->evfd, &count, sizeof count);
+                    ssize_t rd = ito__sys_read(r->evfd, &count, sizeof count);
                     (void)rd;
                     r->ev_armed = false;
                     kicked = true;
@@ -232,9 +231,13 @@ static bool reap_locked(struct ito__ring *r, struct ito__thread **wake)
             ITO_BUG_ON(req->pending == 0);
             req->pending--;
             if (req->parked && req->pending == 0) {
+                /* Claimed under the lock, where an interrupter claims too
+                 * (ito__ring_wait): the one that wins makes it ready. */
                 req->parked = false;
-                req->thread->qnext = *wake;
-                *wake = req->thread;
+                if (ito__wake_claim(&req->thread->wait)) {
+                    req->thread->qnext = *wake;
+                    *wake = req->thread;
+                }
             }
         }
         io_uring_cq_advance(&r->uring, n);
@@ -328,7 +331,10 @@ struct io_uring_sqe *ito__ring_sqe(struct ito__ring *r)
     return sqe;
 }
 
-void ito__ring_wait(struct ito__ring *r, struct ito__io_req *req)
+/* ito__ring_wait with the lock held and req's SQEs prepared: submit, and
+ * park unless everything completed inside the submit. Unlocks. 0, or EINTR
+ * if an interruptible wait was interrupted. */
+static int submit_and_park(struct ito__ring *r, struct ito__io_req *req)
 {
     struct ito__thread *wake = NULL;
     ito__ring_submit(r);
@@ -337,14 +343,40 @@ void ito__ring_wait(struct ito__ring *r, struct ito__io_req *req)
     if (req->pending == 0) {
         ito__spin_unlock(&r->lock);
         wake_list(wake);
-        return;
+        return 0;
     }
     struct ito__waiter *w = ito__waiter_init(NULL);
     req->parked = true;
-    ito__wait_begin(w, 0, NULL, NULL);   /* BLOCKED before any reaper can see the CQE */
+    /* BLOCKED before any reaper can see the CQE; the ring's lock is the
+     * one an interrupter takes (runtime/wait.h). */
+    ito__wait_begin(w, 0, &r->lock, NULL);
     ito__spin_unlock(&r->lock);
     wake_list(wake);
-    ito__wait_end(w, NULL, NULL);
+    return ito__wait_end(w, &r->lock, NULL);
+}
+
+int ito__ring_wait(struct ito__ring *r, struct ito__io_req *req)
+{
+    if (submit_and_park(r, req) == 0)
+        return 0;
+    /* Interrupted (a signal or a cancellation for a POSIX thread): the
+     * request's operations are cancelled, and the thread waits for them to
+     * end, not interruptibly — the kernel may still write into the request.
+     * One may have completed first: req->res tells. */
+    ito__spin_lock(&r->lock);
+    if (req->pending == 0) {
+        ito__spin_unlock(&r->lock);
+        return EINTR;
+    }
+    struct io_uring_sqe *sqe = ito__ring_sqe(r);
+    io_uring_prep_cancel(sqe, req, IORING_ASYNC_CANCEL_ALL);
+    io_uring_sqe_set_data64(sqe, 0);
+    struct ito__thread *self = req->thread;
+    bool interruptible = self->interruptible;
+    self->interruptible = false;
+    submit_and_park(r, req);
+    self->interruptible = interruptible;
+    return EINTR;
 }
 
 /* ------------------------------------------------------------ sleeping */
@@ -382,6 +414,6 @@ void ito__ring_kick(struct ito__ring *r)
 {
     uint64_t one = 1;
     /* Fails only if the count would overflow, which still wakes the reader. */
-    ssize_t n = write(r->evfd, &one, sizeof one);
+    ssize_t n = ito__sys_write(r->evfd, &one, sizeof one);
     (void)n;
 }

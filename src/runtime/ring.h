@@ -53,8 +53,11 @@ struct io_uring_sqe *ito__ring_sqe(struct ito__ring *ring);
  * them and park the calling thread until every one has completed (with
  * cancel_rest, the first completion cancels the others). The thread never
  * returns while the kernel may still write into its request. Releases the
- * lock. MAY SWITCH. */
-void ito__ring_wait(struct ito__ring *ring, struct ito__io_req *req);
+ * lock. Returns 0, or EINTR when the thread's wait was interruptible and
+ * was interrupted (ito__wait_interrupt): then the operations still in
+ * flight were cancelled (-ECANCELED, or -EINTR from a kernel worker), and
+ * those that completed first have their results. MAY SWITCH. */
+int ito__ring_wait(struct ito__ring *ring, struct ito__io_req *req);
 /* Submit without waiting (ring->lock held). */
 void ito__ring_submit(struct ito__ring *ring);
 

@@ -21,6 +21,7 @@ struct ito__waiter *ito__waiter_init(struct ito__waiter *local)
         w->thread = NULL;
         atomic_store_explicit(&w->state, ITO__WAIT_WAITING, memory_order_relaxed);
         atomic_store_explicit(&w->futex, 0, memory_order_relaxed);
+        atomic_store_explicit(&w->interruptible, false, memory_order_relaxed);
     }
     w->epoch = ito__fork_epoch;
     w->next = w->prev = NULL;
@@ -114,13 +115,14 @@ bool ito__wake_claim(struct ito__waiter *w)
     if (ITO_UNLIKELY(w->epoch != ito__fork_epoch))
         return false;
     uint64_t st = atomic_load_explicit(&w->state, memory_order_relaxed);
-    if (!w->timed) {
+    if (!w->timed && !atomic_load_explicit(&w->interruptible, memory_order_relaxed)) {
         /* Only the waker that unlinked w can end this wait. */
         atomic_store_explicit(&w->state, (st & ~(uint64_t)ITO__WAIT_MASK) | ITO__WAIT_WOKEN,
                               memory_order_relaxed);
         return true;
     }
-    /* Race with the timer (or a foreign waiter's own timeout). */
+    /* Race with the timer (or a foreign waiter's own timeout), or a wait an
+     * interrupter may have ended (under the same lock: wait.h). */
     return (st & ITO__WAIT_MASK) == ITO__WAIT_WAITING &&
            atomic_compare_exchange_strong_explicit(&w->state, &st,
                                                    (st & ~(uint64_t)ITO__WAIT_MASK) | ITO__WAIT_WOKEN,

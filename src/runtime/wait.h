@@ -42,9 +42,11 @@
  * be ended by ito__wait_interrupt, with EINTR: the interrupter takes the
  * object's lock — where every waker claims — and only then ends the wait
  * with a CAS on the state word, which also beats a timer. The waits
- * themselves and their wakers pay nothing for it. A wait in no queue may be
- * interruptible only if nothing but its timer ends it (a sleep): the
- * interrupter's CAS then races only the timer's.
+ * themselves and their wakers pay nothing for it, but for a CAS instead of
+ * a store in the claim of an interruptible wait. A wait in no queue passes
+ * the lock its waker claims under (a ring's: runtime/ring.c), or none if
+ * nothing but its timer ends it (a sleep): the interrupter's CAS then races
+ * only the timer's.
  */
 #ifndef ITO_RUNTIME_WAIT_H
 #define ITO_RUNTIME_WAIT_H

@@ -1,0 +1,243 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Blocking I/O in code nobody annotated: read, write, recv, send, accept,
+ * connect, poll, epoll_wait and their kin.
+ *
+ * The C library's versions block in the kernel, and the kernel thread with
+ * them: the vproc runs nothing else until the monitor notices the carrier
+ * is blocked and hands the vproc to a spare (runtime/carrier.c) — a kernel
+ * thread per blocked call, and a tick of lost time each. On an ito thread
+ * these calls are ito's own I/O calls (api/io.c): tried at once without
+ * blocking, and when they would block, issued on the vproc's io_uring ring
+ * while the thread parks; thousands of threads can wait in them on a
+ * handful of kernel threads. Their answers are the C library's (errors,
+ * short counts, EAGAIN on a non-blocking descriptor, socket timeouts).
+ *
+ * What the kernel's blocking call does besides, these do too:
+ *   - They are cancellation points (posix/cancel.c): the wait is
+ *     interruptible, a cancellation ends it and the thread unwinds.
+ *   - A signal sent to the thread interrupts the wait (posix/signal.c). The
+ *     ring's operation is cancelled — unless it completed first, and then
+ *     its result is returned, data is never lost — and the handler runs.
+ *     Then, as signal(7) says of the kernel's calls: the call starts again
+ *     if every handler that ran had SA_RESTART and the call is one the
+ *     kernel restarts (reads, writes, recv, send, accept); it fails with
+ *     EINTR otherwise, and always for poll and epoll_wait. A call that had
+ *     transferred part of its data returns that count instead. connect
+ *     fails with EINTR whatever the handler's flags, as POSIX specifies; the
+ *     connection goes on (Linux would restart it under SA_RESTART).
+ *   - epoll_wait parks on the epoll descriptor itself (it is readable while
+ *     events are ready), then collects them with a call that does not wait.
+ *
+ * What stays the C library's: a kernel thread ito did not create, and the
+ * initial thread before ito has started (a program that never makes a
+ * thread pays nothing); every thread when the rings are off (ITO_IO_URING=0,
+ * valgrind, an old kernel): then a call that blocks hands its vproc on as
+ * the core does; the forms io_uring cannot do the same way (recvfrom and
+ * sendto with an address, epoll_pwait with a signal mask, ppoll, select) —
+ * a blocking call of those is a blocked carrier too. Calls made inside the
+ * C library itself (stdio's reads and writes) never come here.
+ *
+ * A signal handler may call these (read and write are async-signal-safe):
+ * on a descriptor that is ready they make one system call, as the C
+ * library's; one that would block parks the thread the handler interrupted
+ * — or, if the handler interrupted ito's own code (a critical section),
+ * is the C library's call.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <ito.h>
+
+#include "posix/posix.h"
+#include "runtime/critical.h"
+#include "runtime/ring.h"
+#include "runtime/thread.h"
+#include "runtime/vproc.h"
+
+/* glibc declares the socket calls' address arguments as transparent
+ * unions (with _GNU_SOURCE, which ito is built with): the pointer inside. */
+#define ADDR(a) ((a).__sockaddr__)
+
+/* Whether the caller's blocking I/O goes through ito's calls: an ito thread,
+ * with the rings on, and not inside one of ito's critical sections (a signal
+ * handler that interrupted ito's own code, which may hold the ring's lock). */
+static inline bool parks(void)
+{
+    return ito__thread_self() && ito__rings_on && ito__critical_depth() == 0;
+}
+
+enum restart { RESTARTS, NEVER_RESTARTS };
+
+/* After one try of a call made as a cancellation point (cp from
+ * ito__posix_cp_enter): true if the call must be made again (interrupted by
+ * handlers that all had SA_RESTART, or by nothing); otherwise *r is the
+ * answer, with errno. */
+static bool again(void *cp, ssize_t *r, enum restart restart)
+{
+    bool intr = *r < 0 && errno == EINTR;
+    int saved = errno;
+    int c = ito__posix_cp_leave(cp, intr ? EINTR : 0);
+    if (!intr) {
+        errno = saved;   /* (a handler that ran may have changed it) */
+        return false;
+    }
+    if (c == ITO__CP_AGAIN || (c == ITO__CP_RESTART && restart == RESTARTS))
+        return true;
+    errno = EINTR;
+    return false;
+}
+
+/* The body of each call: `expr` (an ito call) as a cancellation point,
+ * again while `again` says so. */
+#define PARKING_CALL(restart, expr)                                                     \
+    for (;;) {                                                                          \
+        void *cp_ = ito__posix_cp_enter();                                              \
+        ssize_t r_ = (expr);                                                            \
+        if (!again(cp_, &r_, restart))                                                  \
+            return r_;                                                                  \
+    }
+
+ITO_POSIX_API ssize_t read(int fd, void *buf, size_t n)
+{
+    if (!parks())
+        return ITO__POSIX_LIBC(read, "GLIBC_2.2.5")(fd, buf, n);
+    PARKING_CALL(RESTARTS, ito_read(fd, buf, n));
+}
+
+ITO_POSIX_API ssize_t write(int fd, const void *buf, size_t n)
+{
+    if (!parks())
+        return ITO__POSIX_LIBC(write, "GLIBC_2.2.5")(fd, buf, n);
+    PARKING_CALL(RESTARTS, ito_write(fd, buf, n));
+}
+
+ITO_POSIX_API ssize_t pread(int fd, void *buf, size_t n, off_t off)
+{
+    if (!parks())
+        return ITO__POSIX_LIBC(pread, "GLIBC_2.2.5")(fd, buf, n, off);
+    PARKING_CALL(RESTARTS, ito_pread(fd, buf, n, off));
+}
+
+ITO_POSIX_API ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
+{
+    if (!parks())
+        return ITO__POSIX_LIBC(pwrite, "GLIBC_2.2.5")(fd, buf, n, off);
+    PARKING_CALL(RESTARTS, ito_pwrite(fd, buf, n, off));
+}
+
+/* The names programs built with 64-bit file offsets call (the same
+ * functions on a 64-bit system). */
+ITO_POSIX_API ssize_t pread64(int fd, void *buf, size_t n, off_t off) { return pread(fd, buf, n, off); }
+ITO_POSIX_API ssize_t pwrite64(int fd, const void *buf, size_t n, off_t off) { return pwrite(fd, buf, n, off); }
+
+ITO_POSIX_API ssize_t readv(int fd, const struct iovec *iov, int cnt)
+{
+    if (!parks())
+        return ITO__POSIX_LIBC(readv, "GLIBC_2.2.5")(fd, iov, cnt);
+    PARKING_CALL(RESTARTS, ito_readv(fd, iov, cnt));
+}
+
+ITO_POSIX_API ssize_t writev(int fd, const struct iovec *iov, int cnt)
+{
+    if (!parks())
+        return ITO__POSIX_LIBC(writev, "GLIBC_2.2.5")(fd, iov, cnt);
+    PARKING_CALL(RESTARTS, ito_writev(fd, iov, cnt));
+}
+
+ITO_POSIX_API ssize_t recv(int fd, void *buf, size_t n, int flags)
+{
+    if (!parks())
+        return ITO__POSIX_LIBC(recv, "GLIBC_2.2.5")(fd, buf, n, flags);
+    PARKING_CALL(RESTARTS, ito_recv(fd, buf, n, flags));
+}
+
+ITO_POSIX_API ssize_t send(int fd, const void *buf, size_t n, int flags)
+{
+    if (!parks())
+        return ITO__POSIX_LIBC(send, "GLIBC_2.2.5")(fd, buf, n, flags);
+    PARKING_CALL(RESTARTS, ito_send(fd, buf, n, flags));
+}
+
+/* Without an address these are recv and send. */
+ITO_POSIX_API ssize_t recvfrom(int fd, void *buf, size_t n, int flags, __SOCKADDR_ARG addr, socklen_t *len)
+{
+    if (ADDR(addr) || !parks())
+        return ITO__POSIX_LIBC(recvfrom, "GLIBC_2.2.5")(fd, buf, n, flags, addr, len);
+    PARKING_CALL(RESTARTS, ito_recv(fd, buf, n, flags));
+}
+
+ITO_POSIX_API ssize_t sendto(int fd, const void *buf, size_t n, int flags, __CONST_SOCKADDR_ARG addr, socklen_t len)
+{
+    if (ADDR(addr) || !parks())
+        return ITO__POSIX_LIBC(sendto, "GLIBC_2.2.5")(fd, buf, n, flags, addr, len);
+    PARKING_CALL(RESTARTS, ito_send(fd, buf, n, flags));
+}
+
+ITO_POSIX_API int accept4(int fd, __SOCKADDR_ARG addr, socklen_t *len, int flags)
+{
+    if (!parks())
+        return ITO__POSIX_LIBC(accept4, "GLIBC_2.10")(fd, addr, len, flags);
+    PARKING_CALL(RESTARTS, ito_accept(fd, ADDR(addr), len, flags));
+}
+
+ITO_POSIX_API int accept(int fd, __SOCKADDR_ARG addr, socklen_t *len)
+{
+    if (!parks())
+        return ITO__POSIX_LIBC(accept, "GLIBC_2.2.5")(fd, addr, len);
+    PARKING_CALL(RESTARTS, ito_accept(fd, ADDR(addr), len, 0));
+}
+
+ITO_POSIX_API int connect(int fd, __CONST_SOCKADDR_ARG addr, socklen_t len)
+{
+    if (!parks())
+        return ITO__POSIX_LIBC(connect, "GLIBC_2.2.5")(fd, addr, len);
+    PARKING_CALL(NEVER_RESTARTS, ito_connect(fd, ADDR(addr), len));
+}
+
+ITO_POSIX_API int poll(struct pollfd *fds, nfds_t n, int timeout_ms)
+{
+    if (!parks())
+        return ITO__POSIX_LIBC(poll, "GLIBC_2.2.5")(fds, n, timeout_ms);
+    PARKING_CALL(NEVER_RESTARTS, ito_poll(fds, n, timeout_ms));
+}
+
+/* One epoll_wait: collect what is ready; if nothing is and the caller would
+ * wait, park until the epoll descriptor is readable, and collect again. */
+static int epoll_wait_parked(int epfd, struct epoll_event *ev, int max, int timeout_ms)
+{
+    int (*collect)(int, struct epoll_event *, int, int) = ITO__POSIX_LIBC(epoll_wait, "GLIBC_2.3.2");
+    uint64_t deadline = timeout_ms > 0 ? ito_now_ns() + (uint64_t)timeout_ms * 1000000u : 0;
+    for (;;) {
+        /* Its errors (EBADF, EINVAL for a bad count or a descriptor that is
+         * not an epoll one, EFAULT) are epoll_wait's own. */
+        int r = collect(epfd, ev, max, 0);
+        if (r != 0 || timeout_ms == 0)
+            return r;
+        int left = -1;
+        if (timeout_ms > 0) {
+            uint64_t now = ito_now_ns();
+            if (now >= deadline)
+                return 0;
+            left = (int)((deadline - now + 999999u) / 1000000u);
+        }
+        struct pollfd p = { .fd = epfd, .events = POLLIN };
+        r = ito_poll(&p, 1, left);
+        if (r < 0)
+            return r;   /* EINTR */
+        /* Readable (or a timeout): collect; an event someone else took
+         * meanwhile means waiting again, until the deadline. */
+    }
+}
+
+ITO_POSIX_API int epoll_wait(int epfd, struct epoll_event *ev, int max, int timeout_ms)
+{
+    if (!parks())
+        return ITO__POSIX_LIBC(epoll_wait, "GLIBC_2.3.2")(epfd, ev, max, timeout_ms);
+    PARKING_CALL(NEVER_RESTARTS, epoll_wait_parked(epfd, ev, max, timeout_ms));
+}

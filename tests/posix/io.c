@@ -1,0 +1,466 @@
+/* SPDX-License-Identifier: MIT */
+/* Blocking I/O on threads: read, write, recv, send, accept, connect, poll and
+ * epoll_wait as POSIX and signal(7) describe them — many threads waiting at
+ * once, a signal's handler interrupting a wait (EINTR, or a restart under
+ * SA_RESTART where the kernel restarts the call, never for poll and
+ * epoll_wait), a write interrupted after part of its data, cancellation of a
+ * read, non-blocking descriptors, epoll's timeouts and errors, and a small
+ * server whose threads accept, receive and send. On ito (the drop-in), with
+ * POSIX_EXPECT_FEW_KERNEL_THREADS set, the waiting threads must also sit on
+ * a handful of kernel threads. */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include "conform.h"
+
+static atomic_int handled;
+static void on_usr1(int sig) { atomic_fetch_add(&handled, 1); }
+
+static void install(int flags)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_usr1;
+    sa.sa_flags = flags;
+    sigemptyset(&sa.sa_mask);
+    CHECK_EQ(sigaction(SIGUSR1, &sa, NULL), 0);
+    atomic_store(&handled, 0);
+}
+
+static int kernel_threads(void)
+{
+    DIR *d = opendir("/proc/self/task");
+    CHECK(d != NULL);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        n += e->d_name[0] != '.';
+    closedir(d);
+    return n;
+}
+
+static pthread_t start(void *(*fn)(void *), void *arg)
+{
+    pthread_attr_t a;
+    OK(pthread_attr_init(&a));
+    OK(pthread_attr_setstacksize(&a, 64 * 1024));
+    pthread_t t;
+    OK(pthread_create(&t, &a, fn, arg));
+    OK(pthread_attr_destroy(&a));
+    return t;
+}
+
+/* ------------------------------------------------ many waiting readers */
+
+#define READERS 2000
+static int shared_pipe[2];
+static atomic_int readers_in, readers_done;
+
+static void *read_one_byte(void *arg)
+{
+    char c;
+    atomic_fetch_add(&readers_in, 1);
+    CHECK_EQ(read(shared_pipe[0], &c, 1), 1);
+    CHECK_EQ(c, 'x');
+    atomic_fetch_add(&readers_done, 1);
+    return NULL;
+}
+
+static void thousands_wait_in_read(void)
+{
+    CHECK_EQ(pipe(shared_pipe), 0);
+    atomic_store(&readers_in, 0);
+    atomic_store(&readers_done, 0);
+    pthread_t *t = malloc(READERS * sizeof *t);
+    CHECK(t != NULL);
+    for (int i = 0; i < READERS; i++)
+        t[i] = start(read_one_byte, NULL);
+    WAIT_UNTIL(atomic_load(&readers_in) == READERS, 20000);
+    conform_pause_us(50000);
+    CHECK_EQ(atomic_load(&readers_done), 0);
+    int kt = kernel_threads();
+    fprintf(stderr, "  %d readers waiting on %d kernel threads\n", READERS, kt);
+    if (getenv("POSIX_EXPECT_FEW_KERNEL_THREADS"))
+        CHECK(kt < 64);
+    char buf[READERS];
+    memset(buf, 'x', sizeof buf);
+    for (size_t off = 0; off < sizeof buf;) {
+        ssize_t w = write(shared_pipe[1], buf + off, sizeof buf - off);
+        CHECK(w > 0);
+        off += (size_t)w;
+    }
+    for (int i = 0; i < READERS; i++)
+        OK(pthread_join(t[i], NULL));
+    CHECK_EQ(atomic_load(&readers_done), READERS);
+    free(t);
+    close(shared_pipe[0]);
+    close(shared_pipe[1]);
+}
+
+/* ------------------------------------------------ signals */
+
+static int p[2];
+static atomic_int reached, finished;
+
+static void *read_restarts(void *arg)
+{
+    char c = 0;
+    atomic_store(&reached, 1);
+    CHECK_EQ(read(p[0], &c, 1), 1);   /* SA_RESTART: the handler runs, the read goes on */
+    CHECK_EQ(c, 'r');
+    return NULL;
+}
+
+static void read_restarts_under_sa_restart(void)
+{
+    install(SA_RESTART);
+    CHECK_EQ(pipe(p), 0);
+    atomic_store(&reached, 0);
+    pthread_t t = start(read_restarts, NULL);
+    WAIT_UNTIL(atomic_load(&reached), 5000);
+    conform_pause_us(20000);
+    OK(pthread_kill(t, SIGUSR1));
+    WAIT_UNTIL(atomic_load(&handled) == 1, 5000);
+    conform_pause_us(20000);
+    CHECK_EQ(write(p[1], "r", 1), 1);
+    OK(pthread_join(t, NULL));
+    close(p[0]);
+    close(p[1]);
+}
+
+/* A call interrupted by a handler without SA_RESTART (or by any handler,
+ * for calls the kernel never restarts): -1 and EINTR. The signal is sent
+ * again until the call has ended, in case the first came before it waited. */
+static void *poll_interrupted(void *arg)
+{
+    struct pollfd pf = { .fd = p[0], .events = POLLIN };
+    atomic_store(&reached, 1);
+    errno = 0;
+    CHECK_EQ(poll(&pf, 1, -1), -1);
+    CHECK_EQ(errno, EINTR);
+    atomic_store(&finished, 1);
+    return NULL;
+}
+
+static void *epoll_interrupted(void *arg)
+{
+    int ep = epoll_create1(0);
+    CHECK(ep >= 0);
+    struct epoll_event ev = { .events = EPOLLIN };
+    CHECK_EQ(epoll_ctl(ep, EPOLL_CTL_ADD, p[0], &ev), 0);
+    atomic_store(&reached, 1);
+    errno = 0;
+    CHECK_EQ(epoll_wait(ep, &ev, 1, -1), -1);
+    CHECK_EQ(errno, EINTR);
+    close(ep);
+    atomic_store(&finished, 1);
+    return NULL;
+}
+
+static void *recv_interrupted(void *arg)
+{
+    char c;
+    atomic_store(&reached, 1);
+    errno = 0;
+    CHECK_EQ(recv(p[0], &c, 1, 0), -1);
+    CHECK_EQ(errno, EINTR);
+    atomic_store(&finished, 1);
+    return NULL;
+}
+
+static void interrupt(void *(*fn)(void *), int flags, int socket)
+{
+    install(flags);
+    CHECK_EQ(socket ? socketpair(AF_UNIX, SOCK_STREAM, 0, p) : pipe(p), 0);
+    atomic_store(&reached, 0);
+    atomic_store(&finished, 0);
+    pthread_t t = start(fn, NULL);
+    WAIT_UNTIL(atomic_load(&reached), 5000);
+    conform_pause_us(20000);
+    for (int i = 0; i < 500 && !atomic_load(&finished); i++) {
+        OK(pthread_kill(t, SIGUSR1));
+        conform_pause_us(10000);
+    }
+    OK(pthread_join(t, NULL));
+    CHECK(atomic_load(&handled) >= 1);
+    close(p[0]);
+    close(p[1]);
+}
+
+static void poll_fails_with_eintr_even_under_sa_restart(void) { interrupt(poll_interrupted, SA_RESTART, 0); }
+static void epoll_wait_fails_with_eintr_even_under_sa_restart(void) { interrupt(epoll_interrupted, SA_RESTART, 0); }
+static void recv_fails_with_eintr_without_sa_restart(void) { interrupt(recv_interrupted, 0, 1); }
+
+/* A blocking write of more than the pipe holds, interrupted once part is
+ * written: it returns that part, and the reader gets exactly those bytes. */
+#define BIG (4u << 20)
+static atomic_long written;
+
+static void *write_big(void *arg)
+{
+    char *buf = calloc(1, BIG);
+    CHECK(buf != NULL);
+    atomic_store(&reached, 1);
+    ssize_t w = write(p[1], buf, BIG);
+    atomic_store(&written, (long)w);
+    atomic_store(&finished, 1);
+    free(buf);
+    return NULL;
+}
+
+static void write_interrupted_returns_what_it_wrote(void)
+{
+    install(0);
+    CHECK_EQ(pipe(p), 0);
+    atomic_store(&reached, 0);
+    atomic_store(&finished, 0);
+    pthread_t t = start(write_big, NULL);
+    WAIT_UNTIL(atomic_load(&reached), 5000);
+    conform_pause_us(50000);
+    for (int i = 0; i < 500 && !atomic_load(&finished); i++) {
+        OK(pthread_kill(t, SIGUSR1));
+        conform_pause_us(10000);
+    }
+    OK(pthread_join(t, NULL));
+    long w = atomic_load(&written);
+    CHECK(w > 0);
+    CHECK(w < (long)BIG);
+    /* Everything it said it wrote is in the pipe, and nothing more. */
+    CHECK_EQ(fcntl(p[0], F_SETFL, O_NONBLOCK), 0);
+    long got = 0;
+    char buf[65536];
+    ssize_t r;
+    while ((r = read(p[0], buf, sizeof buf)) > 0)
+        got += r;
+    CHECK_EQ(r, -1);
+    CHECK_EQ(errno, EAGAIN);
+    CHECK_EQ(got, w);
+    close(p[0]);
+    close(p[1]);
+}
+
+/* ------------------------------------------------ cancellation */
+
+static atomic_int cleaned;
+static void cleanup(void *arg) { atomic_store(&cleaned, 1); }
+
+static void *read_forever(void *arg)
+{
+    char c;
+    pthread_cleanup_push(cleanup, NULL);
+    atomic_store(&reached, 1);
+    ssize_t r = read(p[0], &c, 1);
+    CHECK(!"read returned");
+    (void)r;
+    pthread_cleanup_pop(0);
+    return NULL;
+}
+
+static void read_is_a_cancellation_point(void)
+{
+    CHECK_EQ(pipe(p), 0);
+    atomic_store(&reached, 0);
+    atomic_store(&cleaned, 0);
+    pthread_t t = start(read_forever, NULL);
+    WAIT_UNTIL(atomic_load(&reached), 5000);
+    conform_pause_us(20000);
+    OK(pthread_cancel(t));
+    void *ret;
+    OK(pthread_join(t, &ret));
+    CHECK(ret == PTHREAD_CANCELED);
+    CHECK_EQ(atomic_load(&cleaned), 1);
+    /* The pipe is still whole: a byte written now is there to read. */
+    CHECK_EQ(write(p[1], "z", 1), 1);
+    char c;
+    CHECK_EQ(read(p[0], &c, 1), 1);
+    CHECK_EQ(c, 'z');
+    close(p[0]);
+    close(p[1]);
+}
+
+/* ------------------------------------------------ descriptors and errors */
+
+static void *nonblocking_calls(void *arg)
+{
+    CHECK_EQ(pipe2(p, O_NONBLOCK), 0);
+    char c;
+    FAILS_ERRNO(read(p[0], &c, 1), EAGAIN);
+    int s[2];
+    CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, s), 0);
+    FAILS_ERRNO(recv(s[0], &c, 1, 0), EAGAIN);
+    FAILS_ERRNO(recvfrom(s[0], &c, 1, 0, NULL, NULL), EAGAIN);
+    FAILS_ERRNO(accept(s[0], NULL, NULL), EINVAL);   /* not listening */
+    FAILS_ERRNO(read(-1, &c, 1), EBADF);
+    FAILS_ERRNO(write(-1, &c, 1), EBADF);
+    FAILS_ERRNO(send(p[0], &c, 1, 0), ENOTSOCK);
+    FAILS_ERRNO(pread(p[0], &c, 1, 0), ESPIPE);
+    /* poll with nothing ready and no time: 0 at once. */
+    struct pollfd pf = { .fd = p[0], .events = POLLIN };
+    CHECK_EQ(poll(&pf, 1, 0), 0);
+    /* errno is left alone by a call that succeeds. */
+    CHECK_EQ(write(p[1], "a", 1), 1);
+    errno = 12345;
+    CHECK_EQ(read(p[0], &c, 1), 1);
+    CHECK_EQ(errno, 12345);
+    close(s[0]);
+    close(s[1]);
+    close(p[0]);
+    close(p[1]);
+    return NULL;
+}
+
+static void nonblocking_descriptors_and_errors(void) { on_thread(nonblocking_calls, NULL); }
+
+static void *epoll_calls(void *arg)
+{
+    int ep = epoll_create1(0);
+    CHECK(ep >= 0);
+    struct epoll_event ev = { .events = EPOLLIN, .data.u64 = 77 }, out[4];
+    CHECK_EQ(pipe(p), 0);
+    FAILS_ERRNO(epoll_wait(-1, out, 4, 10), EBADF);
+    FAILS_ERRNO(epoll_wait(ep, out, 0, 10), EINVAL);
+    FAILS_ERRNO(epoll_wait(p[0], out, 4, 10), EINVAL);   /* not an epoll descriptor */
+    CHECK_EQ(epoll_ctl(ep, EPOLL_CTL_ADD, p[0], &ev), 0);
+    /* A timeout with nothing ready: 0, after at least the timeout. */
+    uint64_t t0 = conform_now(CLOCK_MONOTONIC);
+    CHECK_EQ(epoll_wait(ep, out, 4, 50), 0);
+    CHECK(conform_now(CLOCK_MONOTONIC) - t0 >= 49000000ull);
+    CHECK_EQ(epoll_wait(ep, out, 4, 0), 0);
+    /* Ready: the event, with its data. */
+    CHECK_EQ(write(p[1], "e", 1), 1);
+    CHECK_EQ(epoll_wait(ep, out, 4, -1), 1);
+    CHECK_EQ(out[0].data.u64, 77);
+    CHECK(out[0].events & EPOLLIN);
+    close(ep);
+    close(p[0]);
+    close(p[1]);
+    return NULL;
+}
+
+static void epoll_wait_timeouts_and_errors(void) { on_thread(epoll_calls, NULL); }
+
+static int ep_shared;
+static void *epoll_waits(void *arg)
+{
+    struct epoll_event out;
+    atomic_store(&reached, 1);
+    CHECK_EQ(epoll_wait(ep_shared, &out, 1, -1), 1);
+    CHECK_EQ(out.data.u64, 5);
+    return NULL;
+}
+
+static void epoll_wait_wakes_when_ready(void)
+{
+    CHECK_EQ(pipe(p), 0);
+    ep_shared = epoll_create1(0);
+    CHECK(ep_shared >= 0);
+    struct epoll_event ev = { .events = EPOLLIN, .data.u64 = 5 };
+    CHECK_EQ(epoll_ctl(ep_shared, EPOLL_CTL_ADD, p[0], &ev), 0);
+    atomic_store(&reached, 0);
+    pthread_t t = start(epoll_waits, NULL);
+    WAIT_UNTIL(atomic_load(&reached), 5000);
+    conform_pause_us(20000);
+    CHECK_EQ(write(p[1], "w", 1), 1);
+    OK(pthread_join(t, NULL));
+    close(ep_shared);
+    close(p[0]);
+    close(p[1]);
+}
+
+/* ------------------------------------------------ a small server */
+
+#define CLIENTS 200
+#define ROUNDS 20
+static int listener;
+static struct sockaddr_un addr;
+
+static void *serve_one(void *arg)
+{
+    int fd = (int)(intptr_t)arg;
+    char buf[64];
+    ssize_t n;
+    while ((n = recv(fd, buf, sizeof buf, 0)) > 0)
+        CHECK_EQ(send(fd, buf, (size_t)n, 0), n);
+    CHECK_EQ(n, 0);
+    close(fd);
+    return NULL;
+}
+
+static void *acceptor(void *arg)
+{
+    pthread_t t[CLIENTS];
+    for (int i = 0; i < CLIENTS; i++) {
+        int fd = accept4(listener, NULL, NULL, SOCK_CLOEXEC);
+        CHECK(fd >= 0);
+        t[i] = start(serve_one, (void *)(intptr_t)fd);
+    }
+    for (int i = 0; i < CLIENTS; i++)
+        OK(pthread_join(t[i], NULL));
+    return NULL;
+}
+
+static void *client(void *arg)
+{
+    int id = (int)(intptr_t)arg;
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    CHECK(fd >= 0);
+    CHECK_EQ(connect(fd, (struct sockaddr *)&addr, sizeof addr), 0);
+    for (int r = 0; r < ROUNDS; r++) {
+        char out[32], in[32];
+        int len = snprintf(out, sizeof out, "client %d round %d", id, r);
+        CHECK_EQ(send(fd, out, (size_t)len, 0), len);
+        int got = 0;
+        while (got < len) {
+            ssize_t n = read(fd, in + got, (size_t)(len - got));
+            CHECK(n > 0);
+            got += (int)n;
+        }
+        CHECK(!memcmp(in, out, (size_t)len));
+    }
+    close(fd);
+    return NULL;
+}
+
+static void server_threads_accept_receive_and_send(void)
+{
+    listener = socket(AF_UNIX, SOCK_STREAM, 0);
+    CHECK(listener >= 0);
+    memset(&addr, 0, sizeof addr);
+    addr.sun_family = AF_UNIX;
+    /* An abstract name: nothing left behind in the file system. */
+    snprintf(addr.sun_path + 1, sizeof addr.sun_path - 1, "posix-io-%d", (int)getpid());
+    CHECK_EQ(bind(listener, (struct sockaddr *)&addr, sizeof addr), 0);
+    CHECK_EQ(listen(listener, 16), 0);
+    pthread_t a = start(acceptor, NULL);
+    pthread_t c[CLIENTS];
+    for (int i = 0; i < CLIENTS; i++)
+        c[i] = start(client, (void *)(intptr_t)i);
+    for (int i = 0; i < CLIENTS; i++)
+        OK(pthread_join(c[i], NULL));
+    OK(pthread_join(a, NULL));
+    close(listener);
+}
+
+int main(void)
+{
+    RUN_CASE(thousands_wait_in_read, 60);
+    RUN_CASE(read_restarts_under_sa_restart, 10);
+    RUN_CASE(poll_fails_with_eintr_even_under_sa_restart, 10);
+    RUN_CASE(epoll_wait_fails_with_eintr_even_under_sa_restart, 10);
+    RUN_CASE(recv_fails_with_eintr_without_sa_restart, 10);
+    RUN_CASE(write_interrupted_returns_what_it_wrote, 10);
+    RUN_CASE(read_is_a_cancellation_point, 10);
+    RUN_CASE(nonblocking_descriptors_and_errors, 10);
+    RUN_CASE(epoll_wait_timeouts_and_errors, 10);
+    RUN_CASE(epoll_wait_wakes_when_ready, 10);
+    RUN_CASE(server_threads_accept_receive_and_send, 60);
+    puts("io: ok");
+    return 0;
+}
