@@ -332,13 +332,9 @@ ITO_POSIX_API int pthread_cancel(pthread_t th)
     }
     if (!pt->cancellable)
         return ESRCH;   /* a thread of ito's own API: not a POSIX thread */
-    if (!supported) {
-        static atomic_flag said = ATOMIC_FLAG_INIT;
-        if (!atomic_flag_test_and_set(&said))
-            ito__posix_unsupported("pthread_cancel", "this C library's cancellation word is not laid out "
-                                                     "as libito-pthread expects");
-        return ENOSYS;
-    }
+    if (!supported)
+        return ITO__POSIX_UNSUPPORTED("pthread_cancel", "this C library's cancellation word is not laid out "
+                                                        "as libito-pthread expects");
     /* Before the request: a cancellation point that sees the flag tests the
      * word (ito__posix_cp_enter). */
     __atomic_store_n(&ito__posix_cancel_used, true, __ATOMIC_SEQ_CST);

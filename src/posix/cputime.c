@@ -83,13 +83,9 @@ ITO_POSIX_API int pthread_getcpuclockid(pthread_t th, clockid_t *clock)
     int tid = clock_tid(pt);
     if (!ito__pthread_thread(pt))
         return ESRCH;
-    if (!tid) {
-        static atomic_flag said = ATOMIC_FLAG_INIT;
-        if (!atomic_flag_test_and_set(&said))
-            ito__posix_unsupported("pthread_getcpuclockid", "this C library's thread descriptor does not say "
-                                                            "where its thread ID is");
-        return ENOSYS;
-    }
+    if (!tid)
+        return ITO__POSIX_UNSUPPORTED("pthread_getcpuclockid", "this C library's thread descriptor does not say "
+                                                               "where its thread ID is");
     ito__cputime_watch(ito__pthread_thread(pt));
     *clock = clock_of_tid(tid);
     return 0;

@@ -111,20 +111,18 @@ ITO_POSIX_API int pthread_mutex_init(pthread_mutex_t *um, const pthread_mutexatt
         pthread_mutexattr_getpshared(attr, &pshared);
     if (pshared == PTHREAD_PROCESS_SHARED && (m->kind & KIND_ROBUST)) {
         LIBC(destroy)(um);
-        ito__posix_unsupported("a robust process-shared mutex",
-                               "the kernel releases a dead process's robust mutexes by the kernel "
-                               "thread that held them, and ito threads move between kernel threads");
-        return ENOSYS;
+        return ITO__POSIX_UNSUPPORTED("a robust process-shared mutex",
+                                      "the kernel releases a dead process's robust mutexes by the kernel "
+                                      "thread that held them, and ito threads move between kernel threads");
     }
     int protocol = PTHREAD_PRIO_NONE;
     if (attr)
         pthread_mutexattr_getprotocol(attr, &protocol);
     if (pshared == PTHREAD_PROCESS_SHARED && protocol == PTHREAD_PRIO_INHERIT) {
         LIBC(destroy)(um);
-        ito__posix_unsupported("a priority-inheritance process-shared mutex",
-                               "the kernel's priority inheritance names the owner by kernel thread ID, "
-                               "and ito threads move between kernel threads");
-        return ENOSYS;
+        return ITO__POSIX_UNSUPPORTED("a priority-inheritance process-shared mutex",
+                                      "the kernel's priority inheritance names the owner by kernel thread ID, "
+                                      "and ito threads move between kernel threads");
     }
     if (pshared == PTHREAD_PROCESS_SHARED)
         return 0;   /* the C library's from now on */

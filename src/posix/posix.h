@@ -261,7 +261,17 @@ int ito__posix_cp_leave(void *token, int r);
 void ito__posix_cp_end(void *token);
 int ito__posix_cp_check(int r);
 
-/* Say once, on stderr, that `what` is not supported and why. */
+/* ENOSYS, for a call or a form of one that ito threads do not support:
+ * the first time at each place, it says on stderr that `what` is not
+ * supported and why. */
+#define ITO__POSIX_UNSUPPORTED(what, why)                                               \
+    ({                                                                                  \
+        static atomic_flag said_ = ATOMIC_FLAG_INIT;                                    \
+        if (!atomic_flag_test_and_set(&said_))                                          \
+            ito__posix_unsupported(what, why);                                          \
+        ENOSYS;                                                                         \
+    })
+/* Say on stderr that `what` is not supported and why. */
 void ito__posix_unsupported(const char *what, const char *why);
 
 #endif

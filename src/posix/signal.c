@@ -169,13 +169,10 @@ static int send_to(pthread_t th, int sig, const union sigval *value)
         return ESRCH;   /* a thread of ito's own API: not a POSIX thread */
     if (sig == 0)
         return 0;
-    if (!ito__posix_requests_supported()) {
-        static atomic_flag said = ATOMIC_FLAG_INIT;
-        if (!atomic_flag_test_and_set(&said))
-            ito__posix_unsupported(value ? "pthread_sigqueue" : "pthread_kill",
-                                   "this C library's thread descriptor is not laid out as libito-pthread expects");
-        return ENOSYS;
-    }
+    if (!ito__posix_requests_supported())
+        return ITO__POSIX_UNSUPPORTED(value ? "pthread_sigqueue" : "pthread_kill",
+                                      "this C library's thread descriptor is not laid out as libito-pthread "
+                                      "expects");
     uint64_t bit = 1ull << (sig - 1);
     if (pt == ito__pthread_self() && !(ito__sigmask_self() & bit)) {
         raise_here(sig, value);

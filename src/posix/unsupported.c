@@ -2,14 +2,14 @@
 /*
  * What the POSIX face does not do yet, said loudly.
  *
- * Each of these has a meaning on ito threads that needs work of its own:
- * a thread's CPU-time clock (ito does not account time per thread), moving
- * one thread to a set of CPUs. The C library's
- * versions would act on the kernel thread that happens to carry the caller
- * — silently wrong — so each fails with ENOSYS and says so once on stderr.
- * What needs no work is done: a thread's CPU set is the process's. On a kernel thread of the C library's
- * own (ito's dependencies call some of these while ito starts) each is the
- * C library's.
+ * Moving one thread to a set of CPUs has a meaning on ito threads that
+ * needs work of its own (a policy that keeps a thread on the vprocs of those
+ * CPUs). The C library's version would act on the kernel thread that
+ * happens to carry the caller — silently wrong — so it fails with ENOSYS
+ * and says so once on stderr (ITO__POSIX_UNSUPPORTED, posix.h). What needs
+ * no work is done: a thread's CPU set is the process's. On a kernel thread
+ * of the C library's own (ito's dependencies call some of these while ito
+ * starts) each is the C library's.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -20,14 +20,6 @@
 #include "base/libc.h"
 #include "posix/posix.h"
 #include "runtime/vproc.h"
-
-#define UNSUPPORTED(what, why)                                                          \
-    do {                                                                                \
-        static atomic_flag said = ATOMIC_FLAG_INIT;                                     \
-        if (!atomic_flag_test_and_set(&said))                                           \
-            ito__posix_unsupported(what, why);                                          \
-        return ENOSYS;                                                                  \
-    } while (0)
 
 ITO_POSIX_API int pthread_getaffinity_np(pthread_t th, size_t size, cpu_set_t *set)
 {
@@ -41,5 +33,5 @@ ITO_POSIX_API int pthread_setaffinity_np(pthread_t th, size_t size, const cpu_se
 {
     if (!ito__pthread_ours(th))
         return ITO__POSIX_LIBC(pthread_setaffinity_np, "GLIBC_2.3.4")(th, size, set);
-    UNSUPPORTED("pthread_setaffinity_np", "an ito thread cannot be bound to CPUs yet");
+    return ITO__POSIX_UNSUPPORTED("pthread_setaffinity_np", "an ito thread cannot be bound to CPUs yet");
 }
