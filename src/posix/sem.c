@@ -10,8 +10,14 @@
  * from sem_open, which lives in a file shared between processes — goes to
  * the C library's own calls, which wait in the kernel (the carrier blocks and
  * ito hands its vproc to another, as for any blocking call). Process-shared
- * unnamed semaphores (pshared != 0) are not supported yet: sem_init says so
- * and fails with ENOSYS.
+ * unnamed semaphores (pshared != 0) are the C library's too.
+ *
+ * sem_post is async-signal-safe, as POSIX requires. A handler that
+ * interrupted the program's code posts as any caller does: no lock of ito's
+ * is held there. One that interrupted ito's own code (a critical section,
+ * which may hold this very semaphore's lock) leaves the post to the
+ * scheduler (runtime/defer.c), which makes it before the interrupted thread
+ * runs on; sem_destroy makes such posts first.
  */
 #include <errno.h>
 #include <limits.h>
@@ -22,7 +28,10 @@
 #include <ito.h>
 
 #include "base/libc.h"
+#include "base/panic.h"
 #include "posix/posix.h"
+#include "runtime/critical.h"
+#include "runtime/defer.h"
 
 #define SEM_MARK 0x69746f73u   /* "ito" and a letter */
 #define MARK_OFFSET 12
@@ -89,6 +98,8 @@ ITO_POSIX_API int sem_destroy(sem_t *s)
 {
     if (!ours(s))
         return LIBC(destroy)(s);
+    /* A post a signal handler made before this is made first. */
+    ito__deferred_flush();
     return ret(ito_sem_destroy(IS(s)));
 }
 
@@ -150,11 +161,24 @@ ITO_POSIX_API int sem_clockwait(sem_t *s, clockid_t clock, const struct timespec
     return timedwait(s, clock, abstime);
 }
 
+static void post_deferred(void *s) { ito_sem_post(IS(s)); }
+
 ITO_POSIX_API int sem_post(sem_t *s)
 {
-    ito__posix_ensure();
     if (!ours(s))
         return LIBC(post)(s);
+    if (ITO_UNLIKELY(ito__critical_depth() > 0)) {
+        /* A signal handler that interrupted ito's own code, which may hold
+         * this semaphore's lock: the post is made by the scheduler, before
+         * the interrupted thread runs on (runtime/defer.c). */
+        if (!ito__defer(post_deferred, s)) {
+            ito__warn("sem_post from a signal handler: %d posts already wait to be made; "
+                      "this one fails with EAGAIN", ITO__DEFER_SLOTS);
+            return ret(EAGAIN);
+        }
+        return 0;
+    }
+    ito__posix_ensure();
     return ret(ito_sem_post(IS(s)));
 }
 

@@ -54,6 +54,7 @@
 #include "runtime/sanitizer.h"
 #include "runtime/stats.h"
 #include "runtime/carrier.h"
+#include "runtime/defer.h"
 #include "runtime/hooks.h"
 #include "runtime/ring.h"
 #include "runtime/sigmask.h"
@@ -214,6 +215,7 @@ struct ito__thread *ito__pick_local(struct ito__vproc *vp)
     if (ITO_UNLIKELY(atomic_load_explicit(&vp->inbox, memory_order_relaxed) != NULL))
         /* Acquire pairs with the release CAS in inbox_push. */
         ito__inbox_drain(vp, atomic_exchange_explicit(&vp->inbox, NULL, memory_order_acquire));
+    ito__deferred_poll();   /* calls signal handlers left (runtime/defer.c) */
     if (ITO_UNLIKELY(!(ticks & (ITO__PERIODIC_PICKS - 1))))
         periodic(vp);
     /* A request to give way is answered by this pick (ito_policy_preempt). */

@@ -14,6 +14,7 @@
 #include <pthread.h>
 #include <semaphore.h>
 #include <signal.h>
+#include <stdatomic.h>
 
 #include "conform.h"
 
@@ -284,6 +285,72 @@ static void open_fails(int oflag, unsigned value, int err)
 /* "[EEXIST] O_CREAT and O_EXCL are set and the named semaphore already
  * exists." "If O_CREAT is set and the semaphore already exists, then O_CREAT
  * has no effect". */
+/* sem_post is async-signal-safe: a handler posts while the process's
+ * threads hammer the same semaphore (its lock is often held where the
+ * signal lands). Every post arrives: the units left at the end are exactly
+ * the handler's. */
+static sem_t hammered;
+static atomic_int hammering, handler_posts;
+
+static void post_from_handler(int sig)
+{
+    int saved = errno;
+    CHECK_EQ(sem_post(&hammered), 0);
+    atomic_fetch_add(&handler_posts, 1);
+    errno = saved;
+}
+
+static void *hammer(void *arg)
+{
+    while (atomic_load(&hammering)) {
+        CHECK_EQ(sem_post(&hammered), 0);
+        while (sem_wait(&hammered) != 0)
+            CHECK_EQ(errno, EINTR);
+    }
+    return NULL;
+}
+
+static void sem_post_in_signal_handler(void)
+{
+    CHECK_EQ(sem_init(&hammered, 0, 0), 0);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = post_from_handler;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    CHECK_EQ(sigaction(SIGUSR2, &sa, NULL), 0);
+    atomic_store(&handler_posts, 0);
+    atomic_store(&hammering, 1);
+    pthread_t t[3];
+    for (int i = 0; i < 3; i++)
+        OK(pthread_create(&t[i], NULL, hammer, NULL));
+    /* A signal to the process every 50 us for half a second. */
+    struct sigevent ev;
+    memset(&ev, 0, sizeof ev);
+    ev.sigev_notify = SIGEV_SIGNAL;
+    ev.sigev_signo = SIGUSR2;
+    timer_t timer;
+    CHECK_EQ(timer_create(CLOCK_MONOTONIC, &ev, &timer), 0);
+    struct itimerspec its = { { 0, 50000 }, { 0, 50000 } };
+    CHECK_EQ(timer_settime(timer, 0, &its, NULL), 0);
+    conform_pause_us(500000);
+    CHECK_EQ(timer_delete(timer), 0);
+    atomic_store(&hammering, 0);
+    for (int i = 0; i < 3; i++)
+        OK(pthread_join(t[i], NULL));
+    int posts = atomic_load(&handler_posts);
+    fprintf(stderr, "  %d posts from the handler\n", posts);
+    CHECK(posts > 0);
+    for (int i = 0; i < posts; i++) {
+        struct timespec d = conform_deadline(CLOCK_REALTIME, 5000000000ull);
+        while (sem_timedwait(&hammered, &d) != 0)
+            CHECK_EQ(errno, EINTR);   /* (a signal still pending when the timer was deleted) */
+    }
+    FAILS_ERRNO(sem_trywait(&hammered), EAGAIN);
+    CHECK_EQ(sem_destroy(&hammered), 0);
+    signal(SIGUSR2, SIG_DFL);
+}
+
 static void named_create_exclusive(void)
 {
     sem_t *s = sem_open(sem_name, O_CREAT | O_EXCL, 0600, 3);
@@ -374,6 +441,7 @@ int main(void)
     RUN_CASE(sem_clockwait_bad_clock, 10);
     RUN_CASE(sem_timedwait_woken, 10);
     RUN_CASE(producers_consumers, 30);
+    RUN_CASE(sem_post_in_signal_handler, 30);
     RUN_CASE(named_create_exclusive, 10);
     RUN_CASE(named_two_handles, 10);
     RUN_CASE(named_unlink, 10);
