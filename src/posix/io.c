@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Blocking I/O in code nobody annotated: read, write, recv, send, accept,
- * connect, poll, epoll_wait and their kin.
+ * connect, poll, select, epoll_wait and their kin.
  *
  * The C library's versions block in the kernel, and the kernel thread with
  * them: the vproc runs nothing else until the monitor notices the carrier
@@ -22,21 +22,23 @@
  *     Then, as signal(7) says of the kernel's calls: the call starts again
  *     if every handler that ran had SA_RESTART and the call is one the
  *     kernel restarts (reads, writes, recv, send, accept); it fails with
- *     EINTR otherwise, and always for poll and epoll_wait. A call that had
+ *     EINTR otherwise, and always for poll, select and epoll_wait. A call that had
  *     transferred part of its data returns that count instead. connect
  *     fails with EINTR whatever the handler's flags, as POSIX specifies; the
  *     connection goes on (Linux would restart it under SA_RESTART).
  *   - epoll_wait parks on the epoll descriptor itself (it is readable while
- *     events are ready), then collects them with a call that does not wait.
+ *     events are ready), then collects them with a call that does not wait;
+ *     select is poll on the descriptors of its sets.
  *
  * What stays the C library's: a kernel thread ito did not create, and the
  * initial thread before ito has started (a program that never makes a
  * thread pays nothing); every thread when the rings are off (ITO_IO_URING=0,
  * valgrind, an old kernel): then a call that blocks hands its vproc on as
- * the core does; the forms io_uring cannot do the same way (recvfrom and
- * sendto with an address, epoll_pwait with a signal mask, ppoll, select) —
- * a blocking call of those is a blocked carrier too. Calls made inside the
- * C library itself (stdio's reads and writes) never come here.
+ * the core does; the forms not done here yet (recvfrom and sendto with an
+ * address, recvmsg, sendmsg, ppoll, pselect, epoll_pwait, select on
+ * descriptors beyond FD_SETSIZE) — a blocking call of those is a blocked
+ * carrier too. Calls made inside the C library itself (stdio's reads and
+ * writes) never come here.
  *
  * A signal handler may call these (read and write are async-signal-safe):
  * on a descriptor that is ready they make one system call, as the C
@@ -47,7 +49,9 @@
 #include <errno.h>
 #include <poll.h>
 #include <stdbool.h>
+#include <limits.h>
 #include <sys/epoll.h>
+#include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -205,6 +209,67 @@ ITO_POSIX_API int poll(struct pollfd *fds, nfds_t n, int timeout_ms)
     if (!parks())
         return ITO__POSIX_LIBC(poll, "GLIBC_2.2.5")(fds, n, timeout_ms);
     PARKING_CALL(NEVER_RESTARTS, ito_poll(fds, n, timeout_ms));
+}
+
+/* select, as poll: one pollfd per descriptor named in a set; the kernel's
+ * own mapping of poll's events back onto the sets (fs/select.c: readable
+ * also on a hang-up or an error, writable also on an error, exceptional on
+ * POLLPRI). Errors as select's: EBADF for a descriptor that is not open
+ * (found by the first look, before any wait). */
+#define SELECT_IN (POLLIN | POLLRDNORM | POLLRDBAND | POLLHUP | POLLERR)
+#define SELECT_OUT (POLLOUT | POLLWRNORM | POLLWRBAND | POLLERR)
+
+static int select_parked(int n, fd_set *rd, fd_set *wr, fd_set *ex, struct timeval *tv)
+{
+    struct pollfd p[FD_SETSIZE];
+    nfds_t k = 0;
+    for (int fd = 0; fd < n; fd++) {
+        short ev = (short)((rd && FD_ISSET(fd, rd) ? POLLIN : 0) | (wr && FD_ISSET(fd, wr) ? POLLOUT : 0) |
+                           (ex && FD_ISSET(fd, ex) ? POLLPRI : 0));
+        if (ev)
+            p[k++] = (struct pollfd){ .fd = fd, .events = ev };
+    }
+    uint64_t t0 = tv ? ito_now_ns() : 0;
+    uint64_t ns = tv ? (uint64_t)tv->tv_sec * 1000000000u + (uint64_t)tv->tv_usec * 1000u : 0;
+    int ms = !tv ? -1 : ns / 1000000u >= INT_MAX ? INT_MAX : (int)((ns + 999999u) / 1000000u);
+    int r = ito_poll(p, k, ms);
+    if (r < 0)
+        return r;   /* EINTR (the sets are left as they were, as the kernel leaves them) */
+    int count = 0;
+    for (nfds_t i = 0; i < k; i++) {
+        if (p[i].revents & POLLNVAL) {
+            errno = EBADF;
+            return -1;
+        }
+    }
+    for (nfds_t i = 0; i < k; i++) {
+        int fd = p[i].fd;
+        short got = p[i].revents;
+        if (rd && FD_ISSET(fd, rd) && !(got & SELECT_IN))
+            FD_CLR(fd, rd);
+        if (wr && FD_ISSET(fd, wr) && !(got & SELECT_OUT))
+            FD_CLR(fd, wr);
+        if (ex && FD_ISSET(fd, ex) && !(got & POLLPRI))
+            FD_CLR(fd, ex);
+        count += (rd && FD_ISSET(fd, rd)) + (wr && FD_ISSET(fd, wr)) + (ex && FD_ISSET(fd, ex));
+    }
+    if (tv) {
+        /* Linux's select leaves the time that was left in the timeout. */
+        uint64_t spent = ito_now_ns() - t0, left = spent < ns ? ns - spent : 0;
+        tv->tv_sec = (time_t)(left / 1000000000u);
+        tv->tv_usec = (suseconds_t)(left % 1000000000u / 1000u);
+    }
+    return count;
+}
+
+ITO_POSIX_API int select(int n, fd_set *rd, fd_set *wr, fd_set *ex, struct timeval *tv)
+{
+    /* What select itself must judge (a count beyond the sets, a bad
+     * timeout) or that does not wait (a zero timeout) is the C library's. */
+    if (!parks() || n < 0 || n > FD_SETSIZE ||
+        (tv && (tv->tv_sec < 0 || tv->tv_usec < 0 || tv->tv_usec >= 1000000 || (!tv->tv_sec && !tv->tv_usec))))
+        return ITO__POSIX_LIBC(select, "GLIBC_2.2.5")(n, rd, wr, ex, tv);
+    PARKING_CALL(NEVER_RESTARTS, select_parked(n, rd, wr, ex, tv));
 }
 
 /* One epoll_wait: collect what is ready; if nothing is and the caller would

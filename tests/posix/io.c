@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
-/* Blocking I/O on threads: read, write, recv, send, accept, connect, poll and
- * epoll_wait as POSIX and signal(7) describe them — many threads waiting at
- * once, a signal's handler interrupting a wait (EINTR, or a restart under
- * SA_RESTART where the kernel restarts the call, never for poll and
- * epoll_wait), a write interrupted after part of its data, cancellation of a
- * read, non-blocking descriptors, epoll's timeouts and errors, and a small
- * server whose threads accept, receive and send. On ito (the drop-in), with
- * POSIX_EXPECT_FEW_KERNEL_THREADS set, the waiting threads must also sit on
- * a handful of kernel threads. */
+/* Blocking I/O on threads: read, write, recv, send, accept, connect, poll,
+ * select and epoll_wait as POSIX and signal(7) describe them — many threads
+ * waiting at once, a signal's handler interrupting a wait (EINTR, or a
+ * restart under SA_RESTART where the kernel restarts the call, never for
+ * poll, select and epoll_wait), a write interrupted after part of its data,
+ * cancellation of a read, non-blocking descriptors, epoll's and select's
+ * timeouts and errors, and a small server whose threads accept, receive and
+ * send. On ito (the drop-in), with POSIX_EXPECT_FEW_KERNEL_THREADS set, the
+ * waiting threads must also sit on a handful of kernel threads. */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <fcntl.h>
@@ -15,6 +15,7 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <sys/epoll.h>
+#include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 
@@ -175,6 +176,19 @@ static void *recv_interrupted(void *arg)
     return NULL;
 }
 
+static void *select_interrupted(void *arg)
+{
+    fd_set rd;
+    FD_ZERO(&rd);
+    FD_SET(p[0], &rd);
+    atomic_store(&reached, 1);
+    errno = 0;
+    CHECK_EQ(select(p[0] + 1, &rd, NULL, NULL, NULL), -1);
+    CHECK_EQ(errno, EINTR);
+    atomic_store(&finished, 1);
+    return NULL;
+}
+
 static void interrupt(void *(*fn)(void *), int flags, int socket)
 {
     install(flags);
@@ -197,6 +211,7 @@ static void interrupt(void *(*fn)(void *), int flags, int socket)
 static void poll_fails_with_eintr_even_under_sa_restart(void) { interrupt(poll_interrupted, SA_RESTART, 0); }
 static void epoll_wait_fails_with_eintr_even_under_sa_restart(void) { interrupt(epoll_interrupted, SA_RESTART, 0); }
 static void recv_fails_with_eintr_without_sa_restart(void) { interrupt(recv_interrupted, 0, 1); }
+static void select_fails_with_eintr_even_under_sa_restart(void) { interrupt(select_interrupted, SA_RESTART, 0); }
 
 /* A blocking write of more than the pipe holds, interrupted once part is
  * written: it returns that part, and the reader gets exactly those bytes. */
@@ -374,6 +389,79 @@ static void epoll_wait_wakes_when_ready(void)
     close(p[1]);
 }
 
+static void *select_calls(void *arg)
+{
+    CHECK_EQ(pipe(p), 0);
+    fd_set rd, wr;
+    /* Nothing to read: 0 after the timeout, the set emptied, and (Linux)
+     * the time left written back. */
+    FD_ZERO(&rd);
+    FD_SET(p[0], &rd);
+    struct timeval tv = { 0, 50000 };
+    uint64_t t0 = conform_now(CLOCK_MONOTONIC);
+    CHECK_EQ(select(p[0] + 1, &rd, NULL, NULL, &tv), 0);
+    CHECK(conform_now(CLOCK_MONOTONIC) - t0 >= 49000000ull);
+    CHECK(!FD_ISSET(p[0], &rd));
+    CHECK_EQ(tv.tv_sec, 0);
+    CHECK(tv.tv_usec < 50000);
+    /* The write end is writable, the read end not readable: one. */
+    FD_ZERO(&rd);
+    FD_ZERO(&wr);
+    FD_SET(p[0], &rd);
+    FD_SET(p[1], &wr);
+    tv = (struct timeval){ 1, 0 };
+    CHECK_EQ(select(p[1] + 1, &rd, &wr, NULL, &tv), 1);
+    CHECK(!FD_ISSET(p[0], &rd));
+    CHECK(FD_ISSET(p[1], &wr));
+    /* Readable once written; a hang-up is readable too. */
+    CHECK_EQ(write(p[1], "s", 1), 1);
+    FD_ZERO(&rd);
+    FD_SET(p[0], &rd);
+    CHECK_EQ(select(p[0] + 1, &rd, NULL, NULL, NULL), 1);
+    CHECK(FD_ISSET(p[0], &rd));
+    char c;
+    CHECK_EQ(read(p[0], &c, 1), 1);
+    close(p[1]);
+    FD_ZERO(&rd);
+    FD_SET(p[0], &rd);
+    CHECK_EQ(select(p[0] + 1, &rd, NULL, NULL, NULL), 1);
+    CHECK(FD_ISSET(p[0], &rd));
+    /* A descriptor that is not open: EBADF; a negative count: EINVAL. */
+    int closed = p[0];
+    close(p[0]);
+    FD_ZERO(&rd);
+    FD_SET(closed, &rd);
+    FAILS_ERRNO(select(closed + 1, &rd, NULL, NULL, NULL), EBADF);
+    FAILS_ERRNO(select(-1, NULL, NULL, NULL, NULL), EINVAL);
+    return NULL;
+}
+
+static void select_timeouts_sets_and_errors(void) { on_thread(select_calls, NULL); }
+
+static void *select_waits(void *arg)
+{
+    fd_set rd;
+    FD_ZERO(&rd);
+    FD_SET(p[0], &rd);
+    atomic_store(&reached, 1);
+    CHECK_EQ(select(p[0] + 1, &rd, NULL, NULL, NULL), 1);
+    CHECK(FD_ISSET(p[0], &rd));
+    return NULL;
+}
+
+static void select_wakes_when_ready(void)
+{
+    CHECK_EQ(pipe(p), 0);
+    atomic_store(&reached, 0);
+    pthread_t t = start(select_waits, NULL);
+    WAIT_UNTIL(atomic_load(&reached), 5000);
+    conform_pause_us(20000);
+    CHECK_EQ(write(p[1], "w", 1), 1);
+    OK(pthread_join(t, NULL));
+    close(p[0]);
+    close(p[1]);
+}
+
 /* ------------------------------------------------ a small server */
 
 #define CLIENTS 200
@@ -455,11 +543,14 @@ int main(void)
     RUN_CASE(poll_fails_with_eintr_even_under_sa_restart, 10);
     RUN_CASE(epoll_wait_fails_with_eintr_even_under_sa_restart, 10);
     RUN_CASE(recv_fails_with_eintr_without_sa_restart, 10);
+    RUN_CASE(select_fails_with_eintr_even_under_sa_restart, 10);
     RUN_CASE(write_interrupted_returns_what_it_wrote, 10);
     RUN_CASE(read_is_a_cancellation_point, 10);
     RUN_CASE(nonblocking_descriptors_and_errors, 10);
     RUN_CASE(epoll_wait_timeouts_and_errors, 10);
     RUN_CASE(epoll_wait_wakes_when_ready, 10);
+    RUN_CASE(select_timeouts_sets_and_errors, 10);
+    RUN_CASE(select_wakes_when_ready, 10);
     RUN_CASE(server_threads_accept_receive_and_send, 60);
     puts("io: ok");
     return 0;
