@@ -195,10 +195,12 @@ static ssize_t rw_(bool write, int fd, const struct iovec *iov, int cnt, off_t o
 {
     struct ito__ring *ring = my_ring();
     if (!ring)
-        return ITO_BLOCKING(write ? pwritev2(fd, iov, cnt, off, 0) : preadv2(fd, iov, cnt, off, 0));
+        return ITO_BLOCKING(write ? ito__libc_pwritev2(fd, iov, cnt, off, 0)
+                                  : ito__libc_preadv2(fd, iov, cnt, off, 0));
 
     /* 1. Without blocking. */
-    ssize_t r = write ? pwritev2(fd, iov, cnt, off, RWF_NOWAIT) : preadv2(fd, iov, cnt, off, RWF_NOWAIT);
+    ssize_t r = write ? ito__libc_pwritev2(fd, iov, cnt, off, RWF_NOWAIT)
+                      : ito__libc_preadv2(fd, iov, cnt, off, RWF_NOWAIT);
     if (r < 0 && !would_block(errno) && errno != EOPNOTSUPP)
         return -1;
     /* A descriptor with no non-blocking write (eventfd, some character
@@ -206,7 +208,7 @@ static ssize_t rw_(bool write, int fd, const struct iovec *iov, int cnt, off_t o
      * wake-up per write; such writes almost never wait, so make the plain
      * call, bracketed in case this one does. */
     if (r < 0 && write && errno == EOPNOTSUPP)
-        return ITO_BLOCKING(pwritev2(fd, iov, cnt, off, 0));
+        return ITO_BLOCKING(ito__libc_pwritev2(fd, iov, cnt, off, 0));
     size_t total = iov_total(iov, cnt);
     size_t done = r > 0 ? (size_t)r : 0;
     if (r >= 0 && (done == total || (!write && (r == 0 || !reads_fill(fd)))))
@@ -219,7 +221,7 @@ static ssize_t rw_(bool write, int fd, const struct iovec *iov, int cnt, off_t o
     if (fl & O_NONBLOCK) {
         if (done)
             return (ssize_t)done;
-        return write ? pwritev2(fd, iov, cnt, off, 0) : preadv2(fd, iov, cnt, off, 0);
+        return write ? ito__libc_pwritev2(fd, iov, cnt, off, 0) : ito__libc_preadv2(fd, iov, cnt, off, 0);
     }
 
     /* 3. Wait on the ring until everything is transferred (writes; reads of

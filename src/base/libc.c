@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The C library's own thread and I/O functions (libc.h): looked up by name and
+/* The C library's own thread functions (libc.h): looked up by name and
  * version on first use. A race between two first calls stores the
  * same pointer twice (relaxed: the value is all there is to it). */
 #include "base/libc.h"
@@ -50,13 +50,4 @@ LIBC_FN(int, clock_nanosleep, "GLIBC_2.17", (clockid_t clock, int flags, const s
 LIBC_FN(int, clock_gettime, "GLIBC_2.17", (clockid_t clock, struct timespec *ts), (clock, ts))
 LIBC_FN(int, usleep, "GLIBC_2.2.5", (useconds_t us), (us))
 LIBC_FN(unsigned, sleep, "GLIBC_2.2.5", (unsigned s), (s))
-LIBC_FN(ssize_t, read, "GLIBC_2.2.5", (int fd, void *buf, size_t n), (fd, buf, n))
-LIBC_FN(ssize_t, write, "GLIBC_2.2.5", (int fd, const void *buf, size_t n), (fd, buf, n))
-LIBC_FN(ssize_t, pread, "GLIBC_2.2.5", (int fd, void *buf, size_t n, off_t off), (fd, buf, n, off))
-LIBC_FN(ssize_t, pwrite, "GLIBC_2.2.5", (int fd, const void *buf, size_t n, off_t off), (fd, buf, n, off))
-LIBC_FN(ssize_t, recv, "GLIBC_2.2.5", (int fd, void *buf, size_t n, int flags), (fd, buf, n, flags))
-LIBC_FN(ssize_t, send, "GLIBC_2.2.5", (int fd, const void *buf, size_t n, int flags), (fd, buf, n, flags))
-LIBC_FN(int, accept4, "GLIBC_2.10", (int fd, struct sockaddr *addr, socklen_t *len, int flags), (fd, addr, len, flags))
-LIBC_FN(int, connect, "GLIBC_2.2.5", (int fd, const struct sockaddr *addr, socklen_t len), (fd, addr, len))
-LIBC_FN(int, poll, "GLIBC_2.2.5", (struct pollfd *fds, nfds_t n, int timeout_ms), (fds, n, timeout_ms))
 #endif

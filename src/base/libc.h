@@ -9,8 +9,7 @@
  * threads — even a call naming glibc's symbol version, since the linker
  * binds that to the definition in the library it is building. ito's own
  * kernel threads (activations, the monitor, the allocator's agent) and its
- * few process-wide locks need the C library's, and ito's own I/O calls
- * (api/io.c) need the system's answer, so the lower layers call
+ * few process-wide locks need the C library's, so the lower layers call
  * them through these wrappers, which look each function up in the C library
  * by name and version the first time (libc.c). In libito.so, which defines
  * none of them, they are plain calls by name.
@@ -24,6 +23,7 @@
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -45,15 +45,52 @@ int ito__libc_clock_nanosleep(clockid_t clock, int flags, const struct timespec 
 int ito__libc_clock_gettime(clockid_t clock, struct timespec *ts);
 int ito__libc_usleep(useconds_t us);
 unsigned ito__libc_sleep(unsigned s);
-ssize_t ito__libc_read(int fd, void *buf, size_t n);
-ssize_t ito__libc_write(int fd, const void *buf, size_t n);
-ssize_t ito__libc_pread(int fd, void *buf, size_t n, off_t off);
-ssize_t ito__libc_pwrite(int fd, const void *buf, size_t n, off_t off);
-ssize_t ito__libc_recv(int fd, void *buf, size_t n, int flags);
-ssize_t ito__libc_send(int fd, const void *buf, size_t n, int flags);
-int ito__libc_accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags);
-int ito__libc_connect(int fd, const struct sockaddr *addr, socklen_t len);
-int ito__libc_poll(struct pollfd *fds, nfds_t n, int timeout_ms);
+/* ito's I/O calls' own system calls (api/io.c): in libito-pthread the
+ * system calls themselves. The C library's are cancellation points, and a
+ * POSIX thread must not unwind from inside ito's I/O calls (from between
+ * ito_blocking_begin and _end, say): the POSIX face acts on cancellation
+ * around them (posix/io.c). */
+static inline ssize_t ito__libc_read(int fd, void *buf, size_t n) { return syscall(SYS_read, fd, buf, n); }
+static inline ssize_t ito__libc_write(int fd, const void *buf, size_t n) { return syscall(SYS_write, fd, buf, n); }
+static inline ssize_t ito__libc_pread(int fd, void *buf, size_t n, off_t off)
+{
+    return syscall(SYS_pread64, fd, buf, n, off);
+}
+static inline ssize_t ito__libc_pwrite(int fd, const void *buf, size_t n, off_t off)
+{
+    return syscall(SYS_pwrite64, fd, buf, n, off);
+}
+/* (offset -1: the file position; the high half of the offset is 0 on a
+ * 64-bit system) */
+static inline ssize_t ito__libc_preadv2(int fd, const struct iovec *iov, int cnt, off_t off, int flags)
+{
+    return syscall(SYS_preadv2, fd, iov, cnt, off, 0, flags);
+}
+static inline ssize_t ito__libc_pwritev2(int fd, const struct iovec *iov, int cnt, off_t off, int flags)
+{
+    return syscall(SYS_pwritev2, fd, iov, cnt, off, 0, flags);
+}
+static inline ssize_t ito__libc_recv(int fd, void *buf, size_t n, int flags)
+{
+    return syscall(SYS_recvfrom, fd, buf, n, flags, NULL, NULL);
+}
+static inline ssize_t ito__libc_send(int fd, const void *buf, size_t n, int flags)
+{
+    return syscall(SYS_sendto, fd, buf, n, flags, NULL, 0);
+}
+static inline int ito__libc_accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
+{
+    return (int)syscall(SYS_accept4, fd, addr, len, flags);
+}
+static inline int ito__libc_connect(int fd, const struct sockaddr *addr, socklen_t len)
+{
+    return (int)syscall(SYS_connect, fd, addr, len);
+}
+static inline int ito__libc_poll(struct pollfd *fds, nfds_t n, int timeout_ms)
+{
+    struct timespec ts = { timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000000L };
+    return (int)syscall(SYS_ppoll, fds, n, timeout_ms < 0 ? NULL : &ts, NULL, (size_t)8);
+}
 #else
 /* libito.so defines none of these: the names are the C library's (or, in a
  * sanitizer build, the sanitizer's, which must see every thread). */
@@ -91,8 +128,19 @@ static inline int ito__libc_accept4(int fd, struct sockaddr *addr, socklen_t *le
 {
     return accept4(fd, addr, len, flags);
 }
-static inline int ito__libc_connect(int fd, const struct sockaddr *addr, socklen_t len) { return connect(fd, addr, len); }
+static inline int ito__libc_connect(int fd, const struct sockaddr *addr, socklen_t len)
+{
+    return connect(fd, addr, len);
+}
 static inline int ito__libc_poll(struct pollfd *fds, nfds_t n, int timeout_ms) { return poll(fds, n, timeout_ms); }
+static inline ssize_t ito__libc_preadv2(int fd, const struct iovec *iov, int cnt, off_t off, int flags)
+{
+    return preadv2(fd, iov, cnt, off, flags);
+}
+static inline ssize_t ito__libc_pwritev2(int fd, const struct iovec *iov, int cnt, off_t off, int flags)
+{
+    return pwritev2(fd, iov, cnt, off, flags);
+}
 #endif
 
 /* What the runtime reads and writes for itself (eventfds, /proc, messages

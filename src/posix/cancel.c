@@ -86,6 +86,7 @@
 
 static bool supported;
 bool ito__posix_cancel_used;
+static bool router_asked;   /* the first cancellation point has started the router */
 
 /* Targets whose request has not been acted on: until they exit. */
 static ito_mutex_t pending_lock = ITO_MUTEX_INIT;
@@ -290,6 +291,7 @@ void ito__posix_cancel_forked(void)
     ito_mutex_init(&pending_lock);
     pending = NULL;
     deliverer_running = false;
+    router_asked = false;   /* the router was the parent's: the next cancellation point starts one */
     struct ito__pthread *self = ito__pthread_self();
     if (self)
         self->listed = false;
@@ -361,6 +363,9 @@ ITO_POSIX_API int pthread_setcanceltype(int type, int *old) { return libc_setcan
 
 ITO_POSIX_API void pthread_testcancel(void) { libc_testcancel(); }
 
+/* The token: the thread, and in bit 0 whether its waits were interruptible
+ * before (a signal handler's call nested in another: leaving the inner one
+ * must not end the outer one's interruptibility). */
 void *ito__posix_cp_enter(void)
 {
     struct ito__thread *t = ito__thread_self();
@@ -368,15 +373,27 @@ void *ito__posix_cp_enter(void)
         return NULL;   /* a kernel thread of the C library's: not cancelled by ito */
     if (__atomic_load_n(&ito__posix_cancel_used, __ATOMIC_RELAXED))
         libc_testcancel();
+    if (ITO_UNLIKELY(!__atomic_load_n(&router_asked, __ATOMIC_RELAXED))) {
+        /* From the first wait that a signal may interrupt, a signal for the
+         * process goes to a thread, as it would go to a kernel thread blocked
+         * in a system call: kernel threads block signals where they run no
+         * thread (switches carry masks: runtime/sigmask.c), so the kernel
+         * keeps one that no running thread takes, and the router ends the
+         * wait of a thread that accepts it (posix/sigroute.c). */
+        __atomic_store_n(&router_asked, true, __ATOMIC_RELAXED);
+        atomic_store(&ito__sigmasks_used, true);
+        ito__posix_sigroute_start();
+    }
+    bool was = t->interruptible;
     t->interruptible = true;
-    return t;
+    return (void *)((uintptr_t)t | was);
 }
 
 void ito__posix_cp_end(void *token)
 {
-    struct ito__thread *t = token;
+    struct ito__thread *t = (struct ito__thread *)((uintptr_t)token & ~(uintptr_t)1);
     if (t)
-        t->interruptible = false;
+        t->interruptible = (uintptr_t)token & 1;
 }
 
 int ito__posix_cp_check(int r)

@@ -78,11 +78,22 @@ static inline bool parks(void)
 
 enum restart { RESTARTS, NEVER_RESTARTS };
 
+/* Whether fd is a socket with a timeout for `opt` (SO_RCVTIMEO or
+ * SO_SNDTIMEO): then a call on it that a signal interrupts is never
+ * restarted (signal(7)). */
+static bool timed_socket(int fd, int opt)
+{
+    struct timeval tv = { 0, 0 };
+    socklen_t len = sizeof tv;
+    return opt && getsockopt(fd, SOL_SOCKET, opt, &tv, &len) == 0 && (tv.tv_sec || tv.tv_usec);
+}
+
 /* After one try of a call made as a cancellation point (cp from
  * ito__posix_cp_enter): true if the call must be made again (interrupted by
- * handlers that all had SA_RESTART, or by nothing); otherwise *r is the
- * answer, with errno. */
-static bool again(void *cp, ssize_t *r, enum restart restart)
+ * handlers that all had SA_RESTART, or by nothing), with errno as the caller
+ * had it (e0); otherwise *r is the answer, with errno. fd and opt: the
+ * socket timeout that forbids a restart. */
+static bool again(void *cp, ssize_t *r, enum restart restart, int fd, int opt, int e0)
 {
     bool intr = *r < 0 && errno == EINTR;
     int saved = errno;
@@ -91,48 +102,56 @@ static bool again(void *cp, ssize_t *r, enum restart restart)
         errno = saved;   /* (a handler that ran may have changed it) */
         return false;
     }
-    if (c == ITO__CP_AGAIN || (c == ITO__CP_RESTART && restart == RESTARTS))
+    if (c == ITO__CP_AGAIN || (c == ITO__CP_RESTART && restart == RESTARTS && !timed_socket(fd, opt))) {
+        errno = e0;
         return true;
+    }
     errno = EINTR;
     return false;
 }
 
 /* The body of each call: `expr` (an ito call) as a cancellation point,
  * again while `again` says so. */
-#define PARKING_CALL(restart, expr)                                                     \
+#define PARKING_CALL(restart, fd, opt, expr)                                            \
+    int e0_ = errno;                                                                    \
     for (;;) {                                                                          \
         void *cp_ = ito__posix_cp_enter();                                              \
         ssize_t r_ = (expr);                                                            \
-        if (!again(cp_, &r_, restart))                                                  \
+        if (!again(cp_, &r_, restart, fd, opt, e0_))                                    \
             return r_;                                                                  \
     }
 
+/* Counts beyond what one read or write transfers (linux/fs.h MAX_RW_COUNT):
+ * only a bad buffer or one of 2 GiB has them, and the C library's call
+ * judges them (ito's makes the plain call, uninterruptibly). */
+#define MAX_RW_COUNT ((size_t)(INT_MAX & ~4095))
+
 ITO_POSIX_API ssize_t read(int fd, void *buf, size_t n)
 {
-    if (!parks())
+    if (!parks() || n > MAX_RW_COUNT)
         return ITO__POSIX_LIBC(read, "GLIBC_2.2.5")(fd, buf, n);
-    PARKING_CALL(RESTARTS, ito_read(fd, buf, n));
+    PARKING_CALL(RESTARTS, fd, SO_RCVTIMEO, ito_read(fd, buf, n));
 }
 
 ITO_POSIX_API ssize_t write(int fd, const void *buf, size_t n)
 {
-    if (!parks())
+    if (!parks() || n > MAX_RW_COUNT)
         return ITO__POSIX_LIBC(write, "GLIBC_2.2.5")(fd, buf, n);
-    PARKING_CALL(RESTARTS, ito_write(fd, buf, n));
+    PARKING_CALL(RESTARTS, fd, SO_SNDTIMEO, ito_write(fd, buf, n));
 }
 
 ITO_POSIX_API ssize_t pread(int fd, void *buf, size_t n, off_t off)
 {
-    if (!parks())
+    if (!parks() || n > MAX_RW_COUNT)
         return ITO__POSIX_LIBC(pread, "GLIBC_2.2.5")(fd, buf, n, off);
-    PARKING_CALL(RESTARTS, ito_pread(fd, buf, n, off));
+    PARKING_CALL(RESTARTS, fd, 0, ito_pread(fd, buf, n, off));
 }
 
 ITO_POSIX_API ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
 {
-    if (!parks())
+    if (!parks() || n > MAX_RW_COUNT)
         return ITO__POSIX_LIBC(pwrite, "GLIBC_2.2.5")(fd, buf, n, off);
-    PARKING_CALL(RESTARTS, ito_pwrite(fd, buf, n, off));
+    PARKING_CALL(RESTARTS, fd, 0, ito_pwrite(fd, buf, n, off));
 }
 
 /* The names programs built with 64-bit file offsets call (the same
@@ -140,75 +159,130 @@ ITO_POSIX_API ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
 ITO_POSIX_API ssize_t pread64(int fd, void *buf, size_t n, off_t off) { return pread(fd, buf, n, off); }
 ITO_POSIX_API ssize_t pwrite64(int fd, const void *buf, size_t n, off_t off) { return pwrite(fd, buf, n, off); }
 
+/* Programs built with _FORTIFY_SOURCE call these: the C library's checks
+ * (a count beyond the buffer ends the program), then the call. */
+void __chk_fail(void) __attribute__((noreturn));
+ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen);
+ssize_t __pread_chk(int fd, void *buf, size_t n, off_t off, size_t buflen);
+ssize_t __pread64_chk(int fd, void *buf, size_t n, off_t off, size_t buflen);
+ssize_t __recv_chk(int fd, void *buf, size_t n, size_t buflen, int flags);
+ssize_t __recvfrom_chk(int fd, void *buf, size_t n, size_t buflen, int flags, __SOCKADDR_ARG addr, socklen_t *len);
+int __poll_chk(struct pollfd *fds, nfds_t n, int timeout_ms, size_t fdslen);
+
+ITO_POSIX_API ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
+{
+    if (n > buflen)
+        __chk_fail();
+    return read(fd, buf, n);
+}
+
+ITO_POSIX_API ssize_t __pread_chk(int fd, void *buf, size_t n, off_t off, size_t buflen)
+{
+    if (n > buflen)
+        __chk_fail();
+    return pread(fd, buf, n, off);
+}
+
+ITO_POSIX_API ssize_t __pread64_chk(int fd, void *buf, size_t n, off_t off, size_t buflen)
+{
+    return __pread_chk(fd, buf, n, off, buflen);
+}
+
 ITO_POSIX_API ssize_t readv(int fd, const struct iovec *iov, int cnt)
 {
     if (!parks())
         return ITO__POSIX_LIBC(readv, "GLIBC_2.2.5")(fd, iov, cnt);
-    PARKING_CALL(RESTARTS, ito_readv(fd, iov, cnt));
+    PARKING_CALL(RESTARTS, fd, SO_RCVTIMEO, ito_readv(fd, iov, cnt));
 }
 
 ITO_POSIX_API ssize_t writev(int fd, const struct iovec *iov, int cnt)
 {
     if (!parks())
         return ITO__POSIX_LIBC(writev, "GLIBC_2.2.5")(fd, iov, cnt);
-    PARKING_CALL(RESTARTS, ito_writev(fd, iov, cnt));
+    PARKING_CALL(RESTARTS, fd, SO_SNDTIMEO, ito_writev(fd, iov, cnt));
 }
+
+/* recv with both MSG_PEEK and MSG_WAITALL: the one form ito's recv makes as
+ * a plain call (api/io.c); the C library's is interruptible. */
+#define PEEK_ALL (MSG_PEEK | MSG_WAITALL)
 
 ITO_POSIX_API ssize_t recv(int fd, void *buf, size_t n, int flags)
 {
-    if (!parks())
+    if (!parks() || (flags & PEEK_ALL) == PEEK_ALL)
         return ITO__POSIX_LIBC(recv, "GLIBC_2.2.5")(fd, buf, n, flags);
-    PARKING_CALL(RESTARTS, ito_recv(fd, buf, n, flags));
+    PARKING_CALL(RESTARTS, fd, SO_RCVTIMEO, ito_recv(fd, buf, n, flags));
+}
+
+ITO_POSIX_API ssize_t __recv_chk(int fd, void *buf, size_t n, size_t buflen, int flags)
+{
+    if (n > buflen)
+        __chk_fail();
+    return recv(fd, buf, n, flags);
 }
 
 ITO_POSIX_API ssize_t send(int fd, const void *buf, size_t n, int flags)
 {
     if (!parks())
         return ITO__POSIX_LIBC(send, "GLIBC_2.2.5")(fd, buf, n, flags);
-    PARKING_CALL(RESTARTS, ito_send(fd, buf, n, flags));
+    PARKING_CALL(RESTARTS, fd, SO_SNDTIMEO, ito_send(fd, buf, n, flags));
 }
 
 /* Without an address these are recv and send. */
 ITO_POSIX_API ssize_t recvfrom(int fd, void *buf, size_t n, int flags, __SOCKADDR_ARG addr, socklen_t *len)
 {
-    if (ADDR(addr) || !parks())
+    if (ADDR(addr) || !parks() || (flags & PEEK_ALL) == PEEK_ALL)
         return ITO__POSIX_LIBC(recvfrom, "GLIBC_2.2.5")(fd, buf, n, flags, addr, len);
-    PARKING_CALL(RESTARTS, ito_recv(fd, buf, n, flags));
+    PARKING_CALL(RESTARTS, fd, SO_RCVTIMEO, ito_recv(fd, buf, n, flags));
+}
+
+ITO_POSIX_API ssize_t __recvfrom_chk(int fd, void *buf, size_t n, size_t buflen, int flags, __SOCKADDR_ARG addr,
+                                     socklen_t *len)
+{
+    if (n > buflen)
+        __chk_fail();
+    return recvfrom(fd, buf, n, flags, addr, len);
 }
 
 ITO_POSIX_API ssize_t sendto(int fd, const void *buf, size_t n, int flags, __CONST_SOCKADDR_ARG addr, socklen_t len)
 {
     if (ADDR(addr) || !parks())
         return ITO__POSIX_LIBC(sendto, "GLIBC_2.2.5")(fd, buf, n, flags, addr, len);
-    PARKING_CALL(RESTARTS, ito_send(fd, buf, n, flags));
+    PARKING_CALL(RESTARTS, fd, SO_SNDTIMEO, ito_send(fd, buf, n, flags));
 }
 
 ITO_POSIX_API int accept4(int fd, __SOCKADDR_ARG addr, socklen_t *len, int flags)
 {
     if (!parks())
         return ITO__POSIX_LIBC(accept4, "GLIBC_2.10")(fd, addr, len, flags);
-    PARKING_CALL(RESTARTS, ito_accept(fd, ADDR(addr), len, flags));
+    PARKING_CALL(RESTARTS, fd, SO_RCVTIMEO, ito_accept(fd, ADDR(addr), len, flags));
 }
 
 ITO_POSIX_API int accept(int fd, __SOCKADDR_ARG addr, socklen_t *len)
 {
     if (!parks())
         return ITO__POSIX_LIBC(accept, "GLIBC_2.2.5")(fd, addr, len);
-    PARKING_CALL(RESTARTS, ito_accept(fd, ADDR(addr), len, 0));
+    PARKING_CALL(RESTARTS, fd, SO_RCVTIMEO, ito_accept(fd, ADDR(addr), len, 0));
 }
 
 ITO_POSIX_API int connect(int fd, __CONST_SOCKADDR_ARG addr, socklen_t len)
 {
     if (!parks())
         return ITO__POSIX_LIBC(connect, "GLIBC_2.2.5")(fd, addr, len);
-    PARKING_CALL(NEVER_RESTARTS, ito_connect(fd, ADDR(addr), len));
+    PARKING_CALL(NEVER_RESTARTS, fd, 0, ito_connect(fd, ADDR(addr), len));
 }
 
 ITO_POSIX_API int poll(struct pollfd *fds, nfds_t n, int timeout_ms)
 {
     if (!parks())
         return ITO__POSIX_LIBC(poll, "GLIBC_2.2.5")(fds, n, timeout_ms);
-    PARKING_CALL(NEVER_RESTARTS, ito_poll(fds, n, timeout_ms));
+    PARKING_CALL(NEVER_RESTARTS, -1, 0, ito_poll(fds, n, timeout_ms));
+}
+
+ITO_POSIX_API int __poll_chk(struct pollfd *fds, nfds_t n, int timeout_ms, size_t fdslen)
+{
+    if (fdslen / sizeof *fds < n)
+        __chk_fail();
+    return poll(fds, n, timeout_ms);
 }
 
 /* select, as poll: one pollfd per descriptor named in a set; the kernel's
@@ -269,7 +343,7 @@ ITO_POSIX_API int select(int n, fd_set *rd, fd_set *wr, fd_set *ex, struct timev
     if (!parks() || n < 0 || n > FD_SETSIZE ||
         (tv && (tv->tv_sec < 0 || tv->tv_usec < 0 || tv->tv_usec >= 1000000 || (!tv->tv_sec && !tv->tv_usec))))
         return ITO__POSIX_LIBC(select, "GLIBC_2.2.5")(n, rd, wr, ex, tv);
-    PARKING_CALL(NEVER_RESTARTS, select_parked(n, rd, wr, ex, tv));
+    PARKING_CALL(NEVER_RESTARTS, -1, 0, select_parked(n, rd, wr, ex, tv));
 }
 
 /* One epoll_wait: collect what is ready; if nothing is and the caller would
@@ -304,5 +378,5 @@ ITO_POSIX_API int epoll_wait(int epfd, struct epoll_event *ev, int max, int time
 {
     if (!parks())
         return ITO__POSIX_LIBC(epoll_wait, "GLIBC_2.3.2")(epfd, ev, max, timeout_ms);
-    PARKING_CALL(NEVER_RESTARTS, epoll_wait_parked(epfd, ev, max, timeout_ms));
+    PARKING_CALL(NEVER_RESTARTS, -1, 0, epoll_wait_parked(epfd, ev, max, timeout_ms));
 }

@@ -86,6 +86,18 @@ static bool interrupts(int sig)
     return handler && !(sa.sa_flags & SA_RESTART);
 }
 
+/* Is sig discarded when sent: ignored (SIG_IGN, or a default action that
+ * ignores it)? The kernel discards such a signal at once unless the target
+ * blocks it; it never interrupts a wait. */
+static bool ignored(int sig)
+{
+    struct sigaction sa;
+    if ((sigaction(sig, NULL, &sa) != 0) || (sa.sa_flags & SA_SIGINFO))
+        return false;
+    return sa.sa_handler == SIG_IGN ||
+           (sa.sa_handler == SIG_DFL && (sig == SIGCHLD || sig == SIGURG || sig == SIGWINCH));
+}
+
 uint64_t ito__posix_signals_deliverable(struct ito__pthread *pt, struct ito__thread *t)
 {
     /* seq_cst: the sender sets sig_pending, then looks at sig_waiting; a
@@ -178,6 +190,9 @@ static int send_to(pthread_t th, int sig, const union sigval *value)
         raise_here(sig, value);
         return 0;
     }
+    struct ito__thread *t = ito__pthread_thread(pt);
+    if (t && !(ito__sigmask_of(t) & bit) && ignored(sig))
+        return 0;   /* discarded, as the kernel would */
     int e = ito__posix_signal_keep(pt, sig, value);
     if (e)
         return e;

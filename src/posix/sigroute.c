@@ -47,6 +47,7 @@
 #include <unistd.h>
 
 #include "base/kthread.h"
+#include "base/libc.h"
 #include "base/panic.h"
 #include "posix/posix.h"
 #include "runtime/sigmask.h"
@@ -127,10 +128,10 @@ static void *router(void *arg)
         struct pollfd p[2] = { { .fd = wake_fd, .events = POLLIN }, { .fd = sfd, .events = POLLIN } };
         /* While a signal waits for its thread, the signalfd stays readable:
          * look again later instead. */
-        poll(p, backoff ? 1 : 2, backoff ? backoff : -1);
+        ito__libc_poll(p, backoff ? 1 : 2, backoff ? backoff : -1);
         uint64_t n;
         if (p[0].revents & POLLIN)
-            (void)!read(wake_fd, &n, sizeof n);
+            (void)!ito__sys_read(wake_fd, &n, sizeof n);
         uint64_t w = atomic_load(&watch);
         sigset_t pend;
         sigpending(&pend);   /* this thread blocks all and is sent nothing: the process's */
@@ -185,5 +186,5 @@ void ito__posix_sigroute_accept(uint64_t bits)
         return;
     atomic_fetch_or(&watch, bits);
     uint64_t one = 1;
-    (void)!write(wake_fd, &one, sizeof one);
+    (void)!ito__sys_write(wake_fd, &one, sizeof one);
 }

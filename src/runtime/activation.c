@@ -184,13 +184,19 @@ struct ito__activation *ito__spare_take(void)
 
 void ito__activation_park(struct ito__activation *a)
 {
-    ito__sigmask_idle(a);   /* a spare runs no thread: no signal is handled here */
+    /* A spare runs no thread: no signal is handled here — also if threads'
+     * masks come into use while it is parked (the POSIX face's first
+     * interruptible wait): a signal for the process is kept for a thread. */
+    uint64_t was = a->kmask;
+    ito__sigmask_block_all(a);
     atomic_store_explicit(&a->park, 0, memory_order_relaxed);
     ito__spare_put(a);
     /* Acquire pairs with the monitor's release store of park after it set
      * a->vp (upcall/monitor.c). */
     while (atomic_load_explicit(&a->park, memory_order_acquire) == 0)
         ito__futex_wait(&a->park, 0, 0);
+    if (!atomic_load_explicit(&ito__sigmasks_used, memory_order_relaxed))
+        ito__sigmask_write(a, was);   /* switches do not carry masks: back to the one it had */
     if (ito__rt.pin)
         ito__pin_self(a->vp->cpu);
     if (a->stall_handoff)

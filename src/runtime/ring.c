@@ -58,6 +58,7 @@
 #include "runtime/runtime.h"
 #include "runtime/sanitizer.h"
 #include "runtime/sched.h"
+#include "runtime/sigmask.h"
 #include "runtime/thread.h"
 #include "runtime/vproc.h"
 #include "runtime/wait.h"
@@ -395,9 +396,15 @@ unsigned ito__ring_sleep(struct ito__vproc *vp, uint64_t deadline)
     if (wake || kicked)
         return wake_list(wake);
 
-    /* Wait without the lock: the kernel only compares the CQ's head and tail. */
+    /* Wait without the lock: the kernel only compares the CQ's head and tail.
+     * With every signal blocked but ito's own (in the same system call): no
+     * handler runs where no thread runs, and a signal for the process that
+     * arrives while every vproc sleeps is kept for it, for a thread that
+     * accepts it (the POSIX face's router wakes one: posix/sigroute.c). */
+    uint64_t blocked = ~ito__sigmask_reserved();
     struct __kernel_timespec ts;
-    struct io_uring_getevents_arg arg = { .sigmask = 0, .sigmask_sz = _NSIG / 8, .ts = 0 };
+    struct io_uring_getevents_arg arg = { .sigmask = (uint64_t)(uintptr_t)&blocked, .sigmask_sz = _NSIG / 8,
+                                          .ts = 0 };
     if (deadline) {
         uint64_t now = ito__now_ns();
         ts = ito__ring_timespec(deadline > now ? deadline - now : 0);

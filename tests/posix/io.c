@@ -4,9 +4,13 @@
  * waiting at once, a signal's handler interrupting a wait (EINTR, or a
  * restart under SA_RESTART where the kernel restarts the call, never for
  * poll, select and epoll_wait), a write interrupted after part of its data,
- * cancellation of a read, non-blocking descriptors, epoll's and select's
- * timeouts and errors, and a small server whose threads accept, receive and
- * send. On ito (the drop-in), with POSIX_EXPECT_FEW_KERNEL_THREADS set, the
+ * a socket timeout that forbids a restart, a signal for the process ending
+ * a read (the alarm() idiom), an ignored signal that ends nothing,
+ * cancellation of a read (also while handlers write to a pipe of their
+ * own), non-blocking descriptors, epoll's and select's timeouts and errors,
+ * and a small server whose threads accept, receive and send. Built with
+ * _FORTIFY_SOURCE, as distributions build programs (reads go through
+ * __read_chk). On ito (the drop-in), with POSIX_EXPECT_FEW_KERNEL_THREADS set, the
  * waiting threads must also sit on a handful of kernel threads. */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -18,6 +22,7 @@
 #include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 
 #include "conform.h"
 
@@ -114,8 +119,10 @@ static void *read_restarts(void *arg)
 {
     char c = 0;
     atomic_store(&reached, 1);
+    errno = 1234;
     CHECK_EQ(read(p[0], &c, 1), 1);   /* SA_RESTART: the handler runs, the read goes on */
     CHECK_EQ(c, 'r');
+    CHECK_EQ(errno, 1234);            /* a call that succeeds leaves errno alone, restarted or not */
     return NULL;
 }
 
@@ -261,6 +268,87 @@ static void write_interrupted_returns_what_it_wrote(void)
     close(p[1]);
 }
 
+/* A socket with a receive timeout: a signal ends the wait with EINTR even
+ * under SA_RESTART (signal(7)), at once, not when the timeout expires. */
+static void *recv_timed(void *arg)
+{
+    char c;
+    atomic_store(&reached, 1);
+    uint64_t t0 = conform_now(CLOCK_MONOTONIC);
+    errno = 0;
+    CHECK_EQ(recv(p[0], &c, 1, 0), -1);
+    CHECK_EQ(errno, EINTR);
+    CHECK(conform_now(CLOCK_MONOTONIC) - t0 < 1500000000ull);
+    atomic_store(&finished, 1);
+    return NULL;
+}
+
+static void timed_socket_never_restarts(void)
+{
+    install(SA_RESTART);
+    CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, p), 0);
+    struct timeval tv = { 3, 0 };
+    CHECK_EQ(setsockopt(p[0], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv), 0);
+    atomic_store(&reached, 0);
+    atomic_store(&finished, 0);
+    pthread_t t = start(recv_timed, NULL);
+    WAIT_UNTIL(atomic_load(&reached), 5000);
+    conform_pause_us(200000);
+    OK(pthread_kill(t, SIGUSR1));
+    OK(pthread_join(t, NULL));
+    close(p[0]);
+    close(p[1]);
+}
+
+/* A signal sent to the process (a timer's), while its only thread waits
+ * in read: the alarm() idiom. The handler runs and read fails with EINTR. */
+static void process_signal_interrupts_read(void)
+{
+    install(0);
+    CHECK_EQ(pipe(p), 0);
+    struct sigevent ev;
+    memset(&ev, 0, sizeof ev);
+    ev.sigev_notify = SIGEV_SIGNAL;
+    ev.sigev_signo = SIGUSR1;
+    timer_t timer;
+    CHECK_EQ(timer_create(CLOCK_MONOTONIC, &ev, &timer), 0);
+    struct itimerspec its = { { 0, 0 }, { 0, 200000000 } };
+    CHECK_EQ(timer_settime(timer, 0, &its, NULL), 0);
+    char c;
+    errno = 0;
+    CHECK_EQ(read(p[0], &c, 1), -1);
+    CHECK_EQ(errno, EINTR);
+    CHECK_EQ(atomic_load(&handled), 1);
+    CHECK_EQ(timer_delete(timer), 0);
+    close(p[0]);
+    close(p[1]);
+}
+
+/* A signal whose action is to ignore it is discarded: it never ends a wait. */
+static void *poll_times_out(void *arg)
+{
+    struct pollfd pf = { .fd = p[0], .events = POLLIN };
+    atomic_store(&reached, 1);
+    CHECK_EQ(poll(&pf, 1, 300), 0);
+    return NULL;
+}
+
+static void ignored_signal_does_not_interrupt(void)
+{
+    signal(SIGUSR1, SIG_IGN);
+    CHECK_EQ(pipe(p), 0);
+    atomic_store(&reached, 0);
+    pthread_t t = start(poll_times_out, NULL);
+    WAIT_UNTIL(atomic_load(&reached), 5000);
+    conform_pause_us(50000);
+    OK(pthread_kill(t, SIGUSR1));
+    OK(pthread_kill(t, SIGWINCH));   /* ignored by default */
+    OK(pthread_join(t, NULL));
+    signal(SIGUSR1, SIG_DFL);
+    close(p[0]);
+    close(p[1]);
+}
+
 /* ------------------------------------------------ cancellation */
 
 static atomic_int cleaned;
@@ -276,6 +364,54 @@ static void *read_forever(void *arg)
     (void)r;
     pthread_cleanup_pop(0);
     return NULL;
+}
+
+/* A handler that writes to a pipe of its own (the self-pipe trick) while
+ * a thread waits in read: the read stays a cancellation point. */
+static int self_pipe[2];
+static void write_self_pipe(int sig)
+{
+    int saved = errno;
+    ssize_t w = write(self_pipe[1], "!", 1);
+    (void)w;
+    errno = saved;
+}
+
+static void read_stays_cancellable_under_handlers(void)
+{
+    CHECK_EQ(pipe(p), 0);
+    CHECK_EQ(pipe2(self_pipe, O_NONBLOCK), 0);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = write_self_pipe;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    CHECK_EQ(sigaction(SIGUSR2, &sa, NULL), 0);
+    struct sigevent ev;
+    memset(&ev, 0, sizeof ev);
+    ev.sigev_notify = SIGEV_SIGNAL;
+    ev.sigev_signo = SIGUSR2;
+    timer_t timer;
+    CHECK_EQ(timer_create(CLOCK_MONOTONIC, &ev, &timer), 0);
+    struct itimerspec its = { { 0, 200000 }, { 0, 200000 } };
+    CHECK_EQ(timer_settime(timer, 0, &its, NULL), 0);
+    atomic_store(&reached, 0);
+    atomic_store(&cleaned, 0);
+    pthread_t t = start(read_forever, NULL);
+    WAIT_UNTIL(atomic_load(&reached), 5000);
+    conform_pause_us(300000);
+    uint64_t t0 = conform_now(CLOCK_MONOTONIC);
+    OK(pthread_cancel(t));
+    void *ret;
+    OK(pthread_join(t, &ret));
+    CHECK(ret == PTHREAD_CANCELED);
+    CHECK(conform_now(CLOCK_MONOTONIC) - t0 < 2000000000ull);
+    CHECK_EQ(timer_delete(timer), 0);
+    signal(SIGUSR2, SIG_IGN);   /* one may still be pending */
+    close(self_pipe[0]);
+    close(self_pipe[1]);
+    close(p[0]);
+    close(p[1]);
 }
 
 static void read_is_a_cancellation_point(void)
@@ -545,7 +681,11 @@ int main(void)
     RUN_CASE(recv_fails_with_eintr_without_sa_restart, 10);
     RUN_CASE(select_fails_with_eintr_even_under_sa_restart, 10);
     RUN_CASE(write_interrupted_returns_what_it_wrote, 10);
+    RUN_CASE(timed_socket_never_restarts, 10);
+    RUN_CASE(process_signal_interrupts_read, 10);
+    RUN_CASE(ignored_signal_does_not_interrupt, 10);
     RUN_CASE(read_is_a_cancellation_point, 10);
+    RUN_CASE(read_stays_cancellable_under_handlers, 10);
     RUN_CASE(nonblocking_descriptors_and_errors, 10);
     RUN_CASE(epoll_wait_timeouts_and_errors, 10);
     RUN_CASE(epoll_wait_wakes_when_ready, 10);
