@@ -134,18 +134,26 @@ void ito__posix_cancel_init(void)
 static void on_cancel_signal(int sig, siginfo_t *si, void *uc)
 {
     (void)sig;
-    if (si->si_code != SI_TKILL || si->si_pid != getpid())
+    /* Ours: queued by deliver, with the thread it is for (SI_QUEUE); or
+     * the C library's own cancellation of one of its threads (SI_TKILL),
+     * which acts on no ito thread. */
+    if (si->si_pid != getpid() || (si->si_code != SI_QUEUE && si->si_code != SI_TKILL))
         return;
     int saved = errno;
+    /* The thread this poke was sent for may be poked again (deliver sends
+     * one at a time, or a flood of pthread_kill would nest this handler,
+     * SA_NODEFER, until the stack overflows). Pthread objects are never
+     * freed. Release pairs with the sender's exchange. */
+    struct ito__pthread *target = si->si_code == SI_QUEUE ? si->si_value.sival_ptr : NULL;
+    if (target)
+        atomic_store_explicit(&target->poked, false, memory_order_release);
     struct ito__pthread *pt = ito__pthread_self();
     /* A wait in the kernel that this ends with EINTR (a poke for pt, or one
      * meant for the thread this kernel thread ran before) waits again
      * (sigmask.c, sigwait.c). */
     ito__sigmask_interrupted();
-    /* Acquire pairs with the sender's release store of poked. */
-    if (pt && atomic_load_explicit(&pt->poked, memory_order_acquire) &&
-        !(ito__arch_critical_get() & ITO__CRITICAL_DEPTH)) {
-        atomic_store_explicit(&pt->poked, false, memory_order_relaxed);
+    /* Only on the thread it was sent for, outside ito's own code. */
+    if (pt && pt == target && !(ito__arch_critical_get() & ITO__CRITICAL_DEPTH)) {
         int c = atomic_load_explicit(word(pt), memory_order_relaxed);
         if ((c & (CANCEL_DISABLED | CANCEL_ASYNC | CANCELED | CANCEL_EXITING)) == (CANCEL_ASYNC | CANCELED)) {
             errno = saved;
@@ -230,8 +238,19 @@ static void deliver(struct ito__pthread *pt)
     pid_t tid = a ? ito__activation_tid(a) : 0;
     if (tid <= 0)
         return;
-    atomic_store_explicit(&pt->poked, true, memory_order_release);
-    syscall(SYS_tgkill, getpid(), tid, SIGCANCEL_NUMBER);
+    /* acq_rel: pairs with the handler's release store of false (a poke of
+     * pt still on its way: the next deliver sends one if it is needed). */
+    if (atomic_exchange_explicit(&pt->poked, true, memory_order_acq_rel))
+        return;
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    si.si_signo = SIGCANCEL_NUMBER;
+    si.si_code = SI_QUEUE;
+    si.si_pid = getpid();
+    si.si_uid = getuid();
+    si.si_value.sival_ptr = pt;
+    if (syscall(SYS_rt_tgsigqueueinfo, si.si_pid, tid, SIGCANCEL_NUMBER, &si) != 0)
+        atomic_store_explicit(&pt->poked, false, memory_order_relaxed);   /* none on its way */
 }
 
 static void *deliverer(void *arg)

@@ -43,8 +43,10 @@
  * A signal handler may call these (read and write are async-signal-safe):
  * on a descriptor that is ready they make one system call, as the C
  * library's; one that would block parks the thread the handler interrupted
- * — or, if the handler interrupted ito's own code (a critical section),
- * is the C library's call.
+ * — or, if the handler interrupted ito's own code (a critical section: it
+ * may hold a ring's lock), is the system call itself, which blocks its
+ * kernel thread and is no cancellation point (the C library's would act on
+ * a pending cancellation by unwinding through ito's frames).
  */
 #include <errno.h>
 #include <poll.h>
@@ -53,6 +55,7 @@
 #include <sys/epoll.h>
 #include <sys/select.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -69,12 +72,14 @@
 #define ADDR(a) ((a).__sockaddr__)
 
 /* Whether the caller's blocking I/O goes through ito's calls: an ito thread,
- * with the rings on, and not inside one of ito's critical sections (a signal
- * handler that interrupted ito's own code, which may hold the ring's lock). */
-static inline bool parks(void)
-{
-    return ito__thread_self() && ito__rings_on && ito__critical_depth() == 0;
-}
+ * with the rings on. */
+static inline bool parks(void) { return ito__thread_self() && ito__rings_on; }
+
+/* Inside ito's own code (a signal handler that interrupted it, on any
+ * kernel thread: it may hold a ring's lock): the system call itself —
+ * neither parking nor the C library's call, a cancellation point that would
+ * unwind through ito's frames. */
+static inline bool in_ito(void) { return ITO_UNLIKELY(ito__critical_depth() > 0); }
 
 enum restart { RESTARTS, NEVER_RESTARTS };
 
@@ -128,6 +133,8 @@ static bool again(void *cp, ssize_t *r, enum restart restart, int fd, int opt, i
 
 ITO_POSIX_API ssize_t read(int fd, void *buf, size_t n)
 {
+    if (in_ito())
+        return syscall(SYS_read, fd, buf, n);
     if (!parks() || n > MAX_RW_COUNT)
         return ITO__POSIX_LIBC(read, "GLIBC_2.2.5")(fd, buf, n);
     PARKING_CALL(RESTARTS, fd, SO_RCVTIMEO, ito_read(fd, buf, n));
@@ -135,6 +142,8 @@ ITO_POSIX_API ssize_t read(int fd, void *buf, size_t n)
 
 ITO_POSIX_API ssize_t write(int fd, const void *buf, size_t n)
 {
+    if (in_ito())
+        return syscall(SYS_write, fd, buf, n);
     if (!parks() || n > MAX_RW_COUNT)
         return ITO__POSIX_LIBC(write, "GLIBC_2.2.5")(fd, buf, n);
     PARKING_CALL(RESTARTS, fd, SO_SNDTIMEO, ito_write(fd, buf, n));
@@ -142,6 +151,8 @@ ITO_POSIX_API ssize_t write(int fd, const void *buf, size_t n)
 
 ITO_POSIX_API ssize_t pread(int fd, void *buf, size_t n, off_t off)
 {
+    if (in_ito())
+        return syscall(SYS_pread64, fd, buf, n, off);
     if (!parks() || n > MAX_RW_COUNT)
         return ITO__POSIX_LIBC(pread, "GLIBC_2.2.5")(fd, buf, n, off);
     PARKING_CALL(RESTARTS, fd, 0, ito_pread(fd, buf, n, off));
@@ -149,6 +160,8 @@ ITO_POSIX_API ssize_t pread(int fd, void *buf, size_t n, off_t off)
 
 ITO_POSIX_API ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
 {
+    if (in_ito())
+        return syscall(SYS_pwrite64, fd, buf, n, off);
     if (!parks() || n > MAX_RW_COUNT)
         return ITO__POSIX_LIBC(pwrite, "GLIBC_2.2.5")(fd, buf, n, off);
     PARKING_CALL(RESTARTS, fd, 0, ito_pwrite(fd, buf, n, off));
@@ -190,6 +203,8 @@ ITO_POSIX_API ssize_t __pread64_chk(int fd, void *buf, size_t n, off_t off, size
 
 ITO_POSIX_API ssize_t readv(int fd, const struct iovec *iov, int cnt)
 {
+    if (in_ito())
+        return syscall(SYS_readv, fd, iov, cnt);
     if (!parks())
         return ITO__POSIX_LIBC(readv, "GLIBC_2.2.5")(fd, iov, cnt);
     PARKING_CALL(RESTARTS, fd, SO_RCVTIMEO, ito_readv(fd, iov, cnt));
@@ -197,6 +212,8 @@ ITO_POSIX_API ssize_t readv(int fd, const struct iovec *iov, int cnt)
 
 ITO_POSIX_API ssize_t writev(int fd, const struct iovec *iov, int cnt)
 {
+    if (in_ito())
+        return syscall(SYS_writev, fd, iov, cnt);
     if (!parks())
         return ITO__POSIX_LIBC(writev, "GLIBC_2.2.5")(fd, iov, cnt);
     PARKING_CALL(RESTARTS, fd, SO_SNDTIMEO, ito_writev(fd, iov, cnt));
@@ -208,6 +225,8 @@ ITO_POSIX_API ssize_t writev(int fd, const struct iovec *iov, int cnt)
 
 ITO_POSIX_API ssize_t recv(int fd, void *buf, size_t n, int flags)
 {
+    if (in_ito())
+        return syscall(SYS_recvfrom, fd, buf, n, flags, NULL, NULL);
     if (!parks() || (flags & PEEK_ALL) == PEEK_ALL)
         return ITO__POSIX_LIBC(recv, "GLIBC_2.2.5")(fd, buf, n, flags);
     PARKING_CALL(RESTARTS, fd, SO_RCVTIMEO, ito_recv(fd, buf, n, flags));
@@ -222,6 +241,8 @@ ITO_POSIX_API ssize_t __recv_chk(int fd, void *buf, size_t n, size_t buflen, int
 
 ITO_POSIX_API ssize_t send(int fd, const void *buf, size_t n, int flags)
 {
+    if (in_ito())
+        return syscall(SYS_sendto, fd, buf, n, flags, NULL, 0);
     if (!parks())
         return ITO__POSIX_LIBC(send, "GLIBC_2.2.5")(fd, buf, n, flags);
     PARKING_CALL(RESTARTS, fd, SO_SNDTIMEO, ito_send(fd, buf, n, flags));
@@ -230,6 +251,8 @@ ITO_POSIX_API ssize_t send(int fd, const void *buf, size_t n, int flags)
 /* Without an address these are recv and send. */
 ITO_POSIX_API ssize_t recvfrom(int fd, void *buf, size_t n, int flags, __SOCKADDR_ARG addr, socklen_t *len)
 {
+    if (in_ito())
+        return syscall(SYS_recvfrom, fd, buf, n, flags, ADDR(addr), len);
     if (ADDR(addr) || !parks() || (flags & PEEK_ALL) == PEEK_ALL)
         return ITO__POSIX_LIBC(recvfrom, "GLIBC_2.2.5")(fd, buf, n, flags, addr, len);
     PARKING_CALL(RESTARTS, fd, SO_RCVTIMEO, ito_recv(fd, buf, n, flags));
@@ -245,6 +268,8 @@ ITO_POSIX_API ssize_t __recvfrom_chk(int fd, void *buf, size_t n, size_t buflen,
 
 ITO_POSIX_API ssize_t sendto(int fd, const void *buf, size_t n, int flags, __CONST_SOCKADDR_ARG addr, socklen_t len)
 {
+    if (in_ito())
+        return syscall(SYS_sendto, fd, buf, n, flags, ADDR(addr), len);
     if (ADDR(addr) || !parks())
         return ITO__POSIX_LIBC(sendto, "GLIBC_2.2.5")(fd, buf, n, flags, addr, len);
     PARKING_CALL(RESTARTS, fd, SO_SNDTIMEO, ito_send(fd, buf, n, flags));
@@ -252,6 +277,8 @@ ITO_POSIX_API ssize_t sendto(int fd, const void *buf, size_t n, int flags, __CON
 
 ITO_POSIX_API int accept4(int fd, __SOCKADDR_ARG addr, socklen_t *len, int flags)
 {
+    if (in_ito())
+        return (int)syscall(SYS_accept4, fd, ADDR(addr), len, flags);
     if (!parks())
         return ITO__POSIX_LIBC(accept4, "GLIBC_2.10")(fd, addr, len, flags);
     PARKING_CALL(RESTARTS, fd, SO_RCVTIMEO, ito_accept(fd, ADDR(addr), len, flags));
@@ -259,6 +286,8 @@ ITO_POSIX_API int accept4(int fd, __SOCKADDR_ARG addr, socklen_t *len, int flags
 
 ITO_POSIX_API int accept(int fd, __SOCKADDR_ARG addr, socklen_t *len)
 {
+    if (in_ito())
+        return (int)syscall(SYS_accept4, fd, ADDR(addr), len, 0);
     if (!parks())
         return ITO__POSIX_LIBC(accept, "GLIBC_2.2.5")(fd, addr, len);
     PARKING_CALL(RESTARTS, fd, SO_RCVTIMEO, ito_accept(fd, ADDR(addr), len, 0));
@@ -266,6 +295,8 @@ ITO_POSIX_API int accept(int fd, __SOCKADDR_ARG addr, socklen_t *len)
 
 ITO_POSIX_API int connect(int fd, __CONST_SOCKADDR_ARG addr, socklen_t len)
 {
+    if (in_ito())
+        return (int)syscall(SYS_connect, fd, ADDR(addr), len);
     if (!parks())
         return ITO__POSIX_LIBC(connect, "GLIBC_2.2.5")(fd, addr, len);
     PARKING_CALL(NEVER_RESTARTS, fd, 0, ito_connect(fd, ADDR(addr), len));
@@ -273,6 +304,8 @@ ITO_POSIX_API int connect(int fd, __CONST_SOCKADDR_ARG addr, socklen_t len)
 
 ITO_POSIX_API int poll(struct pollfd *fds, nfds_t n, int timeout_ms)
 {
+    if (in_ito())
+        return ito__libc_poll(fds, n, timeout_ms);   /* (the system call) */
     if (!parks())
         return ITO__POSIX_LIBC(poll, "GLIBC_2.2.5")(fds, n, timeout_ms);
     PARKING_CALL(NEVER_RESTARTS, -1, 0, ito_poll(fds, n, timeout_ms));
@@ -338,6 +371,8 @@ static int select_parked(int n, fd_set *rd, fd_set *wr, fd_set *ex, struct timev
 
 ITO_POSIX_API int select(int n, fd_set *rd, fd_set *wr, fd_set *ex, struct timeval *tv)
 {
+    if (in_ito())
+        return (int)syscall(SYS_select, n, rd, wr, ex, tv);
     /* What select itself must judge (a count beyond the sets, a bad
      * timeout) or that does not wait (a zero timeout) is the C library's. */
     if (!parks() || n < 0 || n > FD_SETSIZE ||
@@ -376,6 +411,8 @@ static int epoll_wait_parked(int epfd, struct epoll_event *ev, int max, int time
 
 ITO_POSIX_API int epoll_wait(int epfd, struct epoll_event *ev, int max, int timeout_ms)
 {
+    if (in_ito())
+        return (int)syscall(SYS_epoll_wait, epfd, ev, max, timeout_ms);
     if (!parks())
         return ITO__POSIX_LIBC(epoll_wait, "GLIBC_2.3.2")(epfd, ev, max, timeout_ms);
     PARKING_CALL(NEVER_RESTARTS, -1, 0, epoll_wait_parked(epfd, ev, max, timeout_ms));

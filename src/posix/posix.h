@@ -63,7 +63,7 @@ struct ito__pthread {
     void *result;
     /* Requests from other threads (posix/cancel.c): a cancellation, or
      * signals sent to it (posix/signal.c), delivered until acted on. */
-    _Atomic bool poked;             /* the signal sent to its carrier is for it */
+    _Atomic bool poked;             /* a poke for it is on its way (posix/cancel.c) */
     bool listed;                    /* on the list of requests (pending_lock) */
     struct ito__pthread *next_listed;
     _Atomic uint64_t sig_pending;   /* signals sent to it: bit sig - 1 */
