@@ -8,8 +8,10 @@
 #ifndef ITO_TESTS_POSIX_CONFORM_H
 #define ITO_TESTS_POSIX_CONFORM_H
 
+#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -175,6 +177,35 @@ static inline struct timespec conform_deadline(clockid_t clock, uint64_t ns)
     uint64_t t = conform_now(clock) + ns;
     struct timespec ts = { (time_t)(t / 1000000000u), (long)(t % 1000000000u) };
     return ts;
+}
+
+/* A timer that sends `sig` to the process `first_ns` from now, then every
+ * `every_ns` (0: once). timer_delete ends it. */
+static inline timer_t conform_signal_timer(int sig, uint64_t first_ns, uint64_t every_ns)
+{
+    struct sigevent ev;
+    memset(&ev, 0, sizeof ev);
+    ev.sigev_notify = SIGEV_SIGNAL;
+    ev.sigev_signo = sig;
+    timer_t timer;
+    CHECK_EQ(timer_create(CLOCK_MONOTONIC, &ev, &timer), 0);
+    struct itimerspec its = { { (time_t)(every_ns / 1000000000u), (long)(every_ns % 1000000000u) },
+                              { (time_t)(first_ns / 1000000000u), (long)(first_ns % 1000000000u) } };
+    CHECK_EQ(timer_settime(timer, 0, &its, NULL), 0);
+    return timer;
+}
+
+/* How many kernel threads the process has now. */
+static inline int conform_kernel_threads(void)
+{
+    DIR *d = opendir("/proc/self/task");
+    CHECK(d != NULL);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        n += e->d_name[0] != '.';
+    closedir(d);
+    return n;
 }
 
 /* Is `name` in the comma-separated list of CONFORM_SKIP? ctest sets it for

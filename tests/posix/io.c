@@ -13,7 +13,6 @@
  * __read_chk). On ito (the drop-in), with POSIX_EXPECT_FEW_KERNEL_THREADS set, the
  * waiting threads must also sit on a handful of kernel threads. */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -38,18 +37,6 @@ static void install(int flags)
     sigemptyset(&sa.sa_mask);
     CHECK_EQ(sigaction(SIGUSR1, &sa, NULL), 0);
     atomic_store(&handled, 0);
-}
-
-static int kernel_threads(void)
-{
-    DIR *d = opendir("/proc/self/task");
-    CHECK(d != NULL);
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)))
-        n += e->d_name[0] != '.';
-    closedir(d);
-    return n;
 }
 
 static pthread_t start(void *(*fn)(void *), void *arg)
@@ -91,7 +78,7 @@ static void thousands_wait_in_read(void)
     WAIT_UNTIL(atomic_load(&readers_in) == READERS, 20000);
     conform_pause_us(50000);
     CHECK_EQ(atomic_load(&readers_done), 0);
-    int kt = kernel_threads();
+    int kt = conform_kernel_threads();
     fprintf(stderr, "  %d readers waiting on %d kernel threads\n", READERS, kt);
     if (getenv("POSIX_EXPECT_FEW_KERNEL_THREADS"))
         CHECK(kt < 64);
@@ -306,14 +293,7 @@ static void process_signal_interrupts_read(void)
 {
     install(0);
     CHECK_EQ(pipe(p), 0);
-    struct sigevent ev;
-    memset(&ev, 0, sizeof ev);
-    ev.sigev_notify = SIGEV_SIGNAL;
-    ev.sigev_signo = SIGUSR1;
-    timer_t timer;
-    CHECK_EQ(timer_create(CLOCK_MONOTONIC, &ev, &timer), 0);
-    struct itimerspec its = { { 0, 0 }, { 0, 200000000 } };
-    CHECK_EQ(timer_settime(timer, 0, &its, NULL), 0);
+    timer_t timer = conform_signal_timer(SIGUSR1, 200000000u, 0);
     char c;
     errno = 0;
     CHECK_EQ(read(p[0], &c, 1), -1);
@@ -387,14 +367,7 @@ static void read_stays_cancellable_under_handlers(void)
     sa.sa_flags = SA_RESTART;
     sigemptyset(&sa.sa_mask);
     CHECK_EQ(sigaction(SIGUSR2, &sa, NULL), 0);
-    struct sigevent ev;
-    memset(&ev, 0, sizeof ev);
-    ev.sigev_notify = SIGEV_SIGNAL;
-    ev.sigev_signo = SIGUSR2;
-    timer_t timer;
-    CHECK_EQ(timer_create(CLOCK_MONOTONIC, &ev, &timer), 0);
-    struct itimerspec its = { { 0, 200000 }, { 0, 200000 } };
-    CHECK_EQ(timer_settime(timer, 0, &its, NULL), 0);
+    timer_t timer = conform_signal_timer(SIGUSR2, 200000u, 200000u);
     atomic_store(&reached, 0);
     atomic_store(&cleaned, 0);
     pthread_t t = start(read_forever, NULL);

@@ -325,14 +325,7 @@ static void sem_post_in_signal_handler(void)
     for (int i = 0; i < 3; i++)
         OK(pthread_create(&t[i], NULL, hammer, NULL));
     /* A signal to the process every 50 us for half a second. */
-    struct sigevent ev;
-    memset(&ev, 0, sizeof ev);
-    ev.sigev_notify = SIGEV_SIGNAL;
-    ev.sigev_signo = SIGUSR2;
-    timer_t timer;
-    CHECK_EQ(timer_create(CLOCK_MONOTONIC, &ev, &timer), 0);
-    struct itimerspec its = { { 0, 50000 }, { 0, 50000 } };
-    CHECK_EQ(timer_settime(timer, 0, &its, NULL), 0);
+    timer_t timer = conform_signal_timer(SIGUSR2, 50000u, 50000u);
     conform_pause_us(500000);
     CHECK_EQ(timer_delete(timer), 0);
     atomic_store(&hammering, 0);
