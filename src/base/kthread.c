@@ -3,6 +3,9 @@
 #include "base/kthread.h"
 
 #include <signal.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 int ito__kthread_start(const char *name, size_t stack, void *(*fn)(void *), void *arg, pthread_t *out)
 {
@@ -23,4 +26,16 @@ int ito__kthread_start(const char *name, size_t stack, void *(*fn)(void *), void
     if (out)
         *out = t;
     return 0;
+}
+
+int ito__kthread_signal(pid_t tid, int sig, union sigval value)
+{
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    si.si_signo = sig;
+    si.si_code = SI_QUEUE;
+    si.si_pid = getpid();
+    si.si_uid = getuid();
+    si.si_value = value;
+    return (int)syscall(SYS_rt_tgsigqueueinfo, si.si_pid, tid, sig, &si);
 }

@@ -5,6 +5,7 @@
 #define ITO_BASE_KTHREAD_H
 
 #include <pthread.h>
+#include <signal.h>
 #include <stddef.h>
 
 /* Start fn(arg) on a new detached kernel thread with a `stack`-byte stack,
@@ -14,5 +15,10 @@
  * threads by accident (an activation, which runs the program's threads,
  * unblocks what they accept: runtime/sigmask.c). */
 int ito__kthread_start(const char *name, size_t stack, void *(*fn)(void *), void *arg, pthread_t *out);
+
+/* Queue `sig` with `value` to the kernel thread `tid` of this process, as
+ * sigqueue does (SI_QUEUE, this process and user): its handler's siginfo
+ * names the sender and carries the value. 0, or -1 with errno. */
+int ito__kthread_signal(pid_t tid, int sig, union sigval value);
 
 #endif

@@ -29,6 +29,14 @@
 
 #include "base/compiler.h"
 
+/* What the runtime reads and writes for itself (eventfds, /proc, messages
+ * on stderr): the system calls themselves, in either library — never the
+ * POSIX face's calls, and never a cancellation point, which the C library's
+ * read and write are (a thread with a cancellation pending would unwind
+ * from inside the runtime, holding its locks). */
+static inline ssize_t ito__sys_read(int fd, void *buf, size_t n) { return syscall(SYS_read, fd, buf, n); }
+static inline ssize_t ito__sys_write(int fd, const void *buf, size_t n) { return syscall(SYS_write, fd, buf, n); }
+
 #if ITO_OWN_TLS
 int ito__libc_pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), void *arg);
 pthread_t ito__libc_pthread_self(void);
@@ -50,8 +58,8 @@ unsigned ito__libc_sleep(unsigned s);
  * POSIX thread must not unwind from inside ito's I/O calls (from between
  * ito_blocking_begin and _end, say): the POSIX face acts on cancellation
  * around them (posix/io.c). */
-static inline ssize_t ito__libc_read(int fd, void *buf, size_t n) { return syscall(SYS_read, fd, buf, n); }
-static inline ssize_t ito__libc_write(int fd, const void *buf, size_t n) { return syscall(SYS_write, fd, buf, n); }
+static inline ssize_t ito__libc_read(int fd, void *buf, size_t n) { return ito__sys_read(fd, buf, n); }
+static inline ssize_t ito__libc_write(int fd, const void *buf, size_t n) { return ito__sys_write(fd, buf, n); }
 static inline ssize_t ito__libc_pread(int fd, void *buf, size_t n, off_t off)
 {
     return syscall(SYS_pread64, fd, buf, n, off);
@@ -143,13 +151,6 @@ static inline ssize_t ito__libc_pwritev2(int fd, const struct iovec *iov, int cn
 }
 #endif
 
-/* What the runtime reads and writes for itself (eventfds, /proc, messages
- * on stderr): the system calls themselves, in either library — never the
- * POSIX face's calls, and never a cancellation point, which the C library's
- * read and write are (a thread with a cancellation pending would unwind
- * from inside the runtime, holding its locks). */
-static inline ssize_t ito__sys_read(int fd, void *buf, size_t n) { return syscall(SYS_read, fd, buf, n); }
-static inline ssize_t ito__sys_write(int fd, const void *buf, size_t n) { return syscall(SYS_write, fd, buf, n); }
 
 /* Any other C-library function by name and symbol version (e.g.
  * "GLIBC_2.2.5"); panics if the C library does not have it. */

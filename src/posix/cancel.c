@@ -63,6 +63,7 @@
 #include <unistd.h>
 
 #include "arch.h"
+#include "base/kthread.h"
 #include "base/libc.h"
 #include "base/panic.h"
 #include "posix/posix.h"
@@ -242,14 +243,7 @@ static void deliver(struct ito__pthread *pt)
      * pt still on its way: the next deliver sends one if it is needed). */
     if (atomic_exchange_explicit(&pt->poked, true, memory_order_acq_rel))
         return;
-    siginfo_t si;
-    memset(&si, 0, sizeof si);
-    si.si_signo = SIGCANCEL_NUMBER;
-    si.si_code = SI_QUEUE;
-    si.si_pid = getpid();
-    si.si_uid = getuid();
-    si.si_value.sival_ptr = pt;
-    if (syscall(SYS_rt_tgsigqueueinfo, si.si_pid, tid, SIGCANCEL_NUMBER, &si) != 0)
+    if (ito__kthread_signal(tid, SIGCANCEL_NUMBER, (union sigval){ .sival_ptr = pt }) != 0)
         atomic_store_explicit(&pt->poked, false, memory_order_relaxed);   /* none on its way */
 }
 

@@ -62,6 +62,7 @@
 
 #include <ito.h>
 
+#include "base/libc.h"
 #include "posix/posix.h"
 #include "runtime/critical.h"
 #include "runtime/ring.h"
@@ -81,6 +82,7 @@ static inline bool parks(void) { return ito__thread_self() && ito__rings_on; }
  * neither parking nor the C library's call, a cancellation point that would
  * unwind through ito's frames. */
 static inline bool in_ito(void) { return ITO_UNLIKELY(ito__critical_depth() > 0); }
+/* (In libito-pthread base/libc.h's ito__libc_* are those system calls.) */
 
 enum restart { RESTARTS, NEVER_RESTARTS };
 
@@ -135,7 +137,7 @@ static bool again(void *cp, ssize_t *r, enum restart restart, int fd, int opt, i
 ITO_POSIX_API ssize_t read(int fd, void *buf, size_t n)
 {
     if (in_ito())
-        return syscall(SYS_read, fd, buf, n);
+        return ito__libc_read(fd, buf, n);
     if (!parks() || n > MAX_RW_COUNT)
         return ITO__POSIX_LIBC(read, "GLIBC_2.2.5")(fd, buf, n);
     PARKING_CALL(RESTARTS, fd, SO_RCVTIMEO, ito_read(fd, buf, n));
@@ -144,7 +146,7 @@ ITO_POSIX_API ssize_t read(int fd, void *buf, size_t n)
 ITO_POSIX_API ssize_t write(int fd, const void *buf, size_t n)
 {
     if (in_ito())
-        return syscall(SYS_write, fd, buf, n);
+        return ito__libc_write(fd, buf, n);
     if (!parks() || n > MAX_RW_COUNT)
         return ITO__POSIX_LIBC(write, "GLIBC_2.2.5")(fd, buf, n);
     PARKING_CALL(RESTARTS, fd, SO_SNDTIMEO, ito_write(fd, buf, n));
@@ -153,7 +155,7 @@ ITO_POSIX_API ssize_t write(int fd, const void *buf, size_t n)
 ITO_POSIX_API ssize_t pread(int fd, void *buf, size_t n, off_t off)
 {
     if (in_ito())
-        return syscall(SYS_pread64, fd, buf, n, off);
+        return ito__libc_pread(fd, buf, n, off);
     if (!parks() || n > MAX_RW_COUNT)
         return ITO__POSIX_LIBC(pread, "GLIBC_2.2.5")(fd, buf, n, off);
     PARKING_CALL(RESTARTS, fd, 0, ito_pread(fd, buf, n, off));
@@ -162,7 +164,7 @@ ITO_POSIX_API ssize_t pread(int fd, void *buf, size_t n, off_t off)
 ITO_POSIX_API ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
 {
     if (in_ito())
-        return syscall(SYS_pwrite64, fd, buf, n, off);
+        return ito__libc_pwrite(fd, buf, n, off);
     if (!parks() || n > MAX_RW_COUNT)
         return ITO__POSIX_LIBC(pwrite, "GLIBC_2.2.5")(fd, buf, n, off);
     PARKING_CALL(RESTARTS, fd, 0, ito_pwrite(fd, buf, n, off));
@@ -205,7 +207,7 @@ ITO_POSIX_API ssize_t __pread64_chk(int fd, void *buf, size_t n, off_t off, size
 ITO_POSIX_API ssize_t readv(int fd, const struct iovec *iov, int cnt)
 {
     if (in_ito())
-        return syscall(SYS_readv, fd, iov, cnt);
+        return ito__libc_preadv2(fd, iov, cnt, -1, 0);
     if (!parks())
         return ITO__POSIX_LIBC(readv, "GLIBC_2.2.5")(fd, iov, cnt);
     PARKING_CALL(RESTARTS, fd, SO_RCVTIMEO, ito_readv(fd, iov, cnt));
@@ -214,7 +216,7 @@ ITO_POSIX_API ssize_t readv(int fd, const struct iovec *iov, int cnt)
 ITO_POSIX_API ssize_t writev(int fd, const struct iovec *iov, int cnt)
 {
     if (in_ito())
-        return syscall(SYS_writev, fd, iov, cnt);
+        return ito__libc_pwritev2(fd, iov, cnt, -1, 0);
     if (!parks())
         return ITO__POSIX_LIBC(writev, "GLIBC_2.2.5")(fd, iov, cnt);
     PARKING_CALL(RESTARTS, fd, SO_SNDTIMEO, ito_writev(fd, iov, cnt));
@@ -227,7 +229,7 @@ ITO_POSIX_API ssize_t writev(int fd, const struct iovec *iov, int cnt)
 ITO_POSIX_API ssize_t recv(int fd, void *buf, size_t n, int flags)
 {
     if (in_ito())
-        return syscall(SYS_recvfrom, fd, buf, n, flags, NULL, NULL);
+        return ito__libc_recv(fd, buf, n, flags);
     if (!parks() || (flags & PEEK_ALL) == PEEK_ALL)
         return ITO__POSIX_LIBC(recv, "GLIBC_2.2.5")(fd, buf, n, flags);
     PARKING_CALL(RESTARTS, fd, SO_RCVTIMEO, ito_recv(fd, buf, n, flags));
@@ -243,7 +245,7 @@ ITO_POSIX_API ssize_t __recv_chk(int fd, void *buf, size_t n, size_t buflen, int
 ITO_POSIX_API ssize_t send(int fd, const void *buf, size_t n, int flags)
 {
     if (in_ito())
-        return syscall(SYS_sendto, fd, buf, n, flags, NULL, 0);
+        return ito__libc_send(fd, buf, n, flags);
     if (!parks())
         return ITO__POSIX_LIBC(send, "GLIBC_2.2.5")(fd, buf, n, flags);
     PARKING_CALL(RESTARTS, fd, SO_SNDTIMEO, ito_send(fd, buf, n, flags));
@@ -279,7 +281,7 @@ ITO_POSIX_API ssize_t sendto(int fd, const void *buf, size_t n, int flags, __CON
 ITO_POSIX_API int accept4(int fd, __SOCKADDR_ARG addr, socklen_t *len, int flags)
 {
     if (in_ito())
-        return (int)syscall(SYS_accept4, fd, ADDR(addr), len, flags);
+        return ito__libc_accept4(fd, ADDR(addr), len, flags);
     if (!parks())
         return ITO__POSIX_LIBC(accept4, "GLIBC_2.10")(fd, addr, len, flags);
     PARKING_CALL(RESTARTS, fd, SO_RCVTIMEO, ito_accept(fd, ADDR(addr), len, flags));
@@ -288,7 +290,7 @@ ITO_POSIX_API int accept4(int fd, __SOCKADDR_ARG addr, socklen_t *len, int flags
 ITO_POSIX_API int accept(int fd, __SOCKADDR_ARG addr, socklen_t *len)
 {
     if (in_ito())
-        return (int)syscall(SYS_accept4, fd, ADDR(addr), len, 0);
+        return ito__libc_accept4(fd, ADDR(addr), len, 0);
     if (!parks())
         return ITO__POSIX_LIBC(accept, "GLIBC_2.2.5")(fd, addr, len);
     PARKING_CALL(RESTARTS, fd, SO_RCVTIMEO, ito_accept(fd, ADDR(addr), len, 0));
@@ -297,7 +299,7 @@ ITO_POSIX_API int accept(int fd, __SOCKADDR_ARG addr, socklen_t *len)
 ITO_POSIX_API int connect(int fd, __CONST_SOCKADDR_ARG addr, socklen_t len)
 {
     if (in_ito())
-        return (int)syscall(SYS_connect, fd, ADDR(addr), len);
+        return ito__libc_connect(fd, ADDR(addr), len);
     if (!parks())
         return ITO__POSIX_LIBC(connect, "GLIBC_2.2.5")(fd, addr, len);
     PARKING_CALL(NEVER_RESTARTS, fd, 0, ito_connect(fd, ADDR(addr), len));
@@ -306,7 +308,7 @@ ITO_POSIX_API int connect(int fd, __CONST_SOCKADDR_ARG addr, socklen_t len)
 ITO_POSIX_API int poll(struct pollfd *fds, nfds_t n, int timeout_ms)
 {
     if (in_ito())
-        return ito__libc_poll(fds, n, timeout_ms);   /* (the system call) */
+        return ito__libc_poll(fds, n, timeout_ms);
     if (!parks())
         return ITO__POSIX_LIBC(poll, "GLIBC_2.2.5")(fds, n, timeout_ms);
     PARKING_CALL(NEVER_RESTARTS, -1, 0, ito_poll(fds, n, timeout_ms));

@@ -36,9 +36,9 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
+#include "base/kthread.h"
 #include "base/libc.h"
 #include "posix/posix.h"
 #include "runtime/critical.h"
@@ -63,15 +63,8 @@ static void raise_here(int sig, const union sigval *value)
         ITO__POSIX_LIBC(raise, "GLIBC_2.2.5")(sig);   /* (raise is the POSIX face's: sigmask.c) */
         return;
     }
-    siginfo_t si;
-    memset(&si, 0, sizeof si);
-    si.si_signo = sig;
-    si.si_code = SI_QUEUE;
-    si.si_pid = getpid();
-    si.si_uid = getuid();
-    si.si_value = *value;
     ito__critical_enter();
-    syscall(SYS_rt_tgsigqueueinfo, si.si_pid, (pid_t)syscall(SYS_gettid), sig, &si);
+    ito__kthread_signal(gettid(), sig, *value);
     ito__critical_exit();
 }
 

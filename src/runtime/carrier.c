@@ -97,13 +97,12 @@
  * every use (a load of a shared line in every section, not just a flag); a
  * timestamp in ito_blocking_begin (a clock read on every call).
  */
+#include "base/kthread.h"
 #include "base/libc.h"
 #include "runtime/carrier.h"
 
 #include <sched.h>
 #include <signal.h>
-#include <string.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -331,12 +330,5 @@ void ito__carrier_poke(pid_t tid)
 {
     if (!ito__rt.timeslice_ns)
         return;   /* no handler: it stops at its next switch */
-    siginfo_t si;
-    memset(&si, 0, sizeof si);
-    si.si_signo = ito__rt.preempt_signal;
-    si.si_code = SI_QUEUE;
-    si.si_pid = getpid();
-    si.si_uid = getuid();
-    si.si_value.sival_int = ITO__CARRIER_POKE_TAG;
-    syscall(SYS_rt_tgsigqueueinfo, getpid(), tid, ito__rt.preempt_signal, &si);
+    ito__kthread_signal(tid, ito__rt.preempt_signal, (union sigval){ .sival_int = ITO__CARRIER_POKE_TAG });
 }

@@ -106,8 +106,8 @@ bool ito__defer(void (*fn)(void *), void *arg)
 
 void ito__deferred_run(void)
 {
-    /* Counted before the flag is taken, both seq_cst: a flusher whose own
-     * exchange finds the flag taken then sees this kernel thread running. */
+    /* Counted before the flag is taken, both seq_cst: a flusher that finds
+     * the flag taken then sees this kernel thread running. */
     atomic_fetch_add_explicit(&running, 1, memory_order_seq_cst);
     /* Also acquire: pairs with the release store in ito__defer, so a slot
      * filled before that store is seen below, or the flag is set again for
@@ -132,9 +132,12 @@ void ito__deferred_run(void)
 
 void ito__deferred_flush(void)
 {
-    ito__deferred_run();
-    /* seq_cst: after this thread's own exchange (above); acquire pairs with
-     * the release decrement. */
+    /* seq_cst, as the exchange in ito__deferred_run: a flag found clear was
+     * taken by a kernel thread whose count is then seen below. */
+    if (atomic_load_explicit(&ito__deferred_pending, memory_order_seq_cst))
+        ito__deferred_run();
+    /* seq_cst: after the look at the flag; acquire pairs with the release
+     * decrement. */
     while (atomic_load_explicit(&running, memory_order_seq_cst))
         ito__libc_sched_yield();
 }
