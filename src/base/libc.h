@@ -21,6 +21,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -36,6 +37,22 @@
  * from inside the runtime, holding its locks). */
 static inline ssize_t ito__sys_read(int fd, void *buf, size_t n) { return syscall(SYS_read, fd, buf, n); }
 static inline ssize_t ito__sys_write(int fd, const void *buf, size_t n) { return syscall(SYS_write, fd, buf, n); }
+/* The affinity of a kernel thread (0: the caller): the system calls, never
+ * the POSIX face's, which act on ito threads (posix/affinity.c). As the C
+ * library's: 0 or -1 with errno; get clears what the kernel did not fill. */
+static inline int ito__sys_sched_setaffinity(pid_t tid, size_t size, const cpu_set_t *set)
+{
+    return (int)syscall(SYS_sched_setaffinity, tid, size, set);
+}
+static inline int ito__sys_sched_getaffinity(pid_t tid, size_t size, cpu_set_t *set)
+{
+    long n = syscall(SYS_sched_getaffinity, tid, size, set);
+    if (n < 0)
+        return -1;
+    if ((size_t)n < size)
+        memset((char *)set + n, 0, size - (size_t)n);
+    return 0;
+}
 
 #if ITO_OWN_TLS
 int ito__libc_pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), void *arg);

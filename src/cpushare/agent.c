@@ -78,6 +78,7 @@
 #include "base/env.h"
 #include "base/futex.h"
 #include "base/kthread.h"
+#include "base/libc.h"
 #include "base/panic.h"
 #include "base/procstat.h"
 #include "cpushare/revoke.h"
@@ -246,7 +247,7 @@ static void move_carrier(pid_t tid, const ito__cpumask *to)
     for (int c = ito__cpumask_next(to, 0); c >= 0; c = ito__cpumask_next(to, c + 1))
         if (c < CPU_SETSIZE)
             CPU_SET(c, &set);
-    sched_setaffinity(tid, sizeof set, &set);   /* fails only if it has exited: nothing to move */
+    ito__sys_sched_setaffinity(tid, sizeof set, &set);   /* fails only if it has exited: nothing to move */
 }
 
 /* Revoke vp; `kept` are the processors the process keeps. Its carrier is

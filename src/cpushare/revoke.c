@@ -75,6 +75,14 @@ static unsigned give_away(struct ito__vproc *vp)
         ito__global_push(t);
         n++;
     }
+    /* Threads held here by their CPU set: to a vproc on another of their
+     * CPUs, or anywhere while none has a processor (runtime/affinity.c). */
+    struct ito__thread *t;
+    while ((t = ito__affinity_pop(vp))) {
+        t->ready_reason = ito__thread_state(t) == ITO__TS_NEW ? ITO_READY_SPAWN : ITO_READY_WAKE;
+        ito__global_push(t);
+        n++;
+    }
     return n;
 }
 

@@ -13,6 +13,7 @@
 #include <ito.h>
 
 #include "base/libc.h"
+#include "runtime/affinity.h"
 #include "runtime/spinlock.h"
 
 /* The exported names of the POSIX face. */
@@ -82,6 +83,10 @@ struct ito__pthread {
     size_t stack_size, guard_size;
     bool user_stack;
     int sched_policy, sched_priority;
+    /* Its CPU set (posix/affinity.c): the ito thread's cpus points here
+     * while has_cpus; both written under the ito thread's lock. */
+    bool has_cpus;
+    struct ito__cpus cpus;
     struct ito__pthread *next;      /* the pool */
     struct ito__pthread *all_next;  /* every object ever made (never freed) */
 };
@@ -103,6 +108,14 @@ void ito__pthread_each_tp(void (*fn)(uintptr_t tp, const void *arg), const void 
 void ito__pthread_each(void (*fn)(struct ito__pthread *pt, void *arg), void *arg);
 /* The ito thread behind pt, if it is alive (a pooled object's: NULL). */
 struct ito__thread *ito__pthread_thread(struct ito__pthread *pt);
+/* The initial thread's object (an ito thread once ito__posix_started). */
+struct ito__pthread *ito__pthread_main(void);
+/* posix/affinity.c: the CPU set a new thread starts with, from its
+ * attributes (NULL: none) or else its creator's, into pt: 0 (pt->has_cpus
+ * says whether there is one), or an error for pthread_create. */
+int ito__posix_affinity_at_create(struct ito__pthread *pt, const pthread_attr_t *attr);
+/* The affinity of ito thread th into attr (pthread_getattr_np): 0 or an error. */
+int ito__posix_affinity_attr(pthread_t th, pthread_attr_t *attr);
 
 /* The calling thread holds, or no longer holds, a robust mutex. */
 void ito__pthread_robust_add(void *m);

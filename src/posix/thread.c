@@ -85,6 +85,8 @@ void ito__pthread_each(void (*fn)(struct ito__pthread *pt, void *arg), void *arg
         fn(pt, arg);
 }
 
+struct ito__pthread *ito__pthread_main(void) { return &main_thread; }
+
 struct ito__thread *ito__pthread_thread(struct ito__pthread *pt)
 {
     uint64_t ctl;
@@ -473,6 +475,11 @@ ITO_POSIX_API int pthread_create(pthread_t *th, const pthread_attr_t *attr, void
     pt->guard_size = stack_addr ? 0 : guard;
     pt->sched_policy = policy;
     pt->sched_priority = param.sched_priority;
+    if ((e = ito__posix_affinity_at_create(pt, attr))) {
+        pool_put(pt);
+        return e;
+    }
+    x.cpus = pt->has_cpus ? &pt->cpus : NULL;
     pt->cancellable = true;   /* (start registers its frame before any of the thread's code) */
     x.tp = pt->tp;
     *th = (pthread_t)pt->tp;   /* before it can run (POSIX; programs rely on it) */
@@ -690,6 +697,8 @@ ITO_POSIX_API int pthread_getattr_np(pthread_t th, pthread_attr_t *attr)
         int e = ito__libc_pthread_getattr_np(th, attr);
         if (!e && atomic_load_explicit(&pt->detached, memory_order_relaxed))
             pthread_attr_setdetachstate(attr, PTHREAD_CREATE_DETACHED);
+        if (!e && __atomic_load_n(&ito__posix_started, __ATOMIC_ACQUIRE))
+            e = ito__posix_affinity_attr(th, attr);   /* (the C library's is its carrier's) */
         return e;
     }
     int e = pthread_attr_init(attr);
@@ -716,7 +725,7 @@ ITO_POSIX_API int pthread_getattr_np(pthread_t th, pthread_attr_t *attr)
         pthread_attr_setstack(attr, lo, size);
     else
         pthread_attr_setstacksize(attr, size);
-    return 0;
+    return ito__posix_affinity_attr(th, attr);
 }
 
 ITO_POSIX_API int pthread_setname_np(pthread_t th, const char *name)

@@ -145,6 +145,7 @@ void ito__thread_free(struct ito__vproc *vp, struct ito__thread *t)
     atomic_store_explicit(&t->joiner, NULL, memory_order_relaxed);
     t->data = NULL;
     __atomic_store_n(&t->group, NULL, __ATOMIC_RELAXED);
+    atomic_store_explicit(&t->cpus, NULL, memory_order_relaxed);
     t->name[0] = 0;
     t->interruptible = false;
     t->asan_fake_stack = NULL;

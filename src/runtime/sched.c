@@ -113,14 +113,13 @@ unsigned ito__global_drain(struct ito__vproc *vp, unsigned max)
     ito__spin_unlock(&ito__rt.gq_lock);
     for (unsigned i = 0; i < n; i++) {
         struct ito__thread *next = list->qnext;
-        ito__rt.policy->enqueue(&vp->pv, &list->node, (ito_ready_reason_t)list->ready_reason);
+        ito__enqueue(vp, list, (ito_ready_reason_t)list->ready_reason);
         list = next;
     }
     return n;
 }
 
-/* t (ready_reason set) goes to home's inbox. */
-static void send_home(struct ito__vproc *home, struct ito__thread *t)
+void ito__send_home(struct ito__vproc *home, struct ito__thread *t)
 {
     inbox_push(home, t);
     ito__vproc_kick(home);
@@ -136,7 +135,7 @@ void ito__ready_slow(struct ito__thread *t, ito_ready_reason_t why)
 {
     t->ready_reason = (uint8_t)why;
     if (t->pref_vproc >= 0) {
-        send_home(ito__rt.vprocs[t->pref_vproc], t);
+        ito__send_home(ito__rt.vprocs[t->pref_vproc], t);
         return;
     }
     ito__global_push(t);
@@ -159,7 +158,7 @@ ITO_NOINLINE void ito__inbox_drain(struct ito__vproc *vp, struct ito__thread *li
             rev->flags &= (uint8_t)~ITO__TF_UNBLOCKED;
             ito__event(ITO_EVENT_UNBLOCKED, vp, ito__thread_id(rev, atomic_load_explicit(&rev->ctl, memory_order_relaxed)));
         }
-        ito__rt.policy->enqueue(&vp->pv, &rev->node, (ito_ready_reason_t)rev->ready_reason);
+        ito__enqueue(vp, rev, (ito_ready_reason_t)rev->ready_reason);
         rev = next;
     }
 }
@@ -222,19 +221,33 @@ struct ito__thread *ito__pick_local(struct ito__vproc *vp)
     if (ITO_UNLIKELY(atomic_load_explicit(&vp->displace, memory_order_relaxed)))
         atomic_store_explicit(&vp->displace, false, memory_order_relaxed);
     for (;;) {
-        ito_policy_node_t *n;
-        if (ITO_UNLIKELY(ito__rt.stats_cycles)) {
-            uint64_t c0 = ito__cycles();
-            n = ito__rt.policy->pick(&vp->pv);
-            uint64_t c = ito__cycles() - c0;
-            if (n)
-                __atomic_store_n(&vp->stats.decision_cycles, vp->stats.decision_cycles + c, __ATOMIC_RELAXED);
+        struct ito__thread *t;
+        /* Threads held here by their CPU set take every other turn while
+         * the policy has threads too (affinity.c). */
+        if (ITO_UNLIKELY(vp->held_head != NULL) && (vp->held_turn = !vp->held_turn)) {
+            t = ito__affinity_pop(vp);
         } else {
-            n = ito__rt.policy->pick(&vp->pv);
+            ito_policy_node_t *n;
+            if (ITO_UNLIKELY(ito__rt.stats_cycles)) {
+                uint64_t c0 = ito__cycles();
+                n = ito__rt.policy->pick(&vp->pv);
+                uint64_t c = ito__cycles() - c0;
+                if (n)
+                    __atomic_store_n(&vp->stats.decision_cycles, vp->stats.decision_cycles + c, __ATOMIC_RELAXED);
+            } else {
+                n = ito__rt.policy->pick(&vp->pv);
+            }
+            if (n)
+                t = ito__thread_of_node(n);
+            else if (!(t = ito__affinity_pop(vp)))
+                return NULL;
         }
-        if (!n)
-            return NULL;
-        struct ito__thread *t = ito__thread_of_node(n);
+        /* Its set changed while it was queued, or this vproc moved to
+         * another CPU: on to where it may run. */
+        if (ITO_UNLIKELY(ito__thread_cpus(t) != NULL) && ito__affinity_place(vp, t) != vp) {
+            ito__affinity_enqueue(vp, t, ito__thread_state(t) == ITO__TS_NEW ? ITO_READY_SPAWN : ITO_READY_WAKE);
+            continue;
+        }
         if (ITO_LIKELY(ito__claim(t))) {
             ITO_STAT_INC(vp, decisions);
             if (ITO_UNLIKELY(!(vp->stats.decisions & (ITO__PERIODIC_PICKS - 1))))
@@ -450,7 +463,7 @@ void ito__preempt_switch(struct ito__thread *self)
     }
     ito__event(ITO_EVENT_PREEMPTED, vp, ito__thread_id(self, atomic_load_explicit(&self->ctl, memory_order_relaxed)));
     ito__thread_set_state(self, ITO__TS_RUNNING, ITO__TS_READY);
-    ito__rt.policy->enqueue(&vp->pv, &self->node, displaced ? ITO_READY_DISPLACED : ITO_READY_PREEMPT);
+    ito__enqueue(vp, self, displaced ? ITO_READY_DISPLACED : ITO_READY_PREEMPT);
     switch_out(self, true);
     ito__critical_exit();
 }
@@ -493,7 +506,7 @@ static void requeue(struct ito__activation *act)
     t->ready_reason = ITO_READY_WAKE;
     if (ito__event_hooked())
         t->flags |= ITO__TF_UNBLOCKED;   /* reported by the vproc that takes it (inbox_drain) */
-    send_home(ito__rt.vprocs[t->pref_vproc >= 0 ? t->pref_vproc : t->vp->index], t);
+    ito__send_home(ito__rt.vprocs[t->pref_vproc >= 0 ? t->pref_vproc : t->vp->index], t);
 }
 
 void ito__sched_loop(struct ito__activation *act)

@@ -6,6 +6,7 @@
 
 #include <ito/policy.h>
 
+#include "runtime/affinity.h"
 #include "runtime/thread.h"
 #include "runtime/vproc.h"
 
@@ -66,6 +67,18 @@ void ito__vproc_retry_at(struct ito__vproc *vp, uint64_t at);
 bool ito__vproc_wake(struct ito__vproc *vp);
 
 void ito__ready_slow(struct ito__thread *t, ito_ready_reason_t why);
+/* t (ready_reason set) to home's inbox, home woken (sched.c). */
+void ito__send_home(struct ito__vproc *home, struct ito__thread *t);
+
+/* t (READY or NEW) queued on vp, the caller's vproc (inside a critical
+ * section): into vp's policy, or where its CPU set says (affinity.c). */
+static inline void ito__enqueue(struct ito__vproc *vp, struct ito__thread *t, ito_ready_reason_t why)
+{
+    if (ITO_LIKELY(!ito__thread_cpus(t)))
+        ito__rt.policy->enqueue(&vp->pv, &t->node, why);
+    else
+        ito__affinity_enqueue(vp, t, why);
+}
 
 /* Hand a ready thread (state NEW or READY) to a vproc: the caller's own (through
  * the policy), the thread's preferred one (through its inbox), or the global
@@ -75,7 +88,7 @@ static inline void ito__ready(struct ito__thread *t, ito_ready_reason_t why)
     ito__critical_enter();
     struct ito__vproc *vp = ito__vproc_self();
     if (ITO_LIKELY(vp && (t->pref_vproc < 0 || t->pref_vproc == vp->index))) {
-        ito__rt.policy->enqueue(&vp->pv, &t->node, why);
+        ito__enqueue(vp, t, why);
         if (why != ITO_READY_YIELD)
             ito__idle_notify();
     } else {

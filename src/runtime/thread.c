@@ -248,6 +248,8 @@ int ito__spawn(uint64_t *id_out, const ito_attr_t *attr, void *(*fn)(void *), vo
     } else {
         atomic_store_explicit(&t->sigmask, ito__sigmask_spawned(), memory_order_relaxed);
     }
+    if (ITO_UNLIKELY(x && x->cpus))
+        ito__thread_set_cpus(t, x->cpus);   /* (before it is ready: its first place) */
     t->stack_size = stack_size;
     if (ITO_UNLIKELY(x && x->stack_lo)) {
         t->stack.lo = x->stack_lo;   /* not pooled, no guard page of ours */
@@ -369,7 +371,8 @@ void ito__thread_exit(struct ito__thread *t, void *result)
         ito__thread_set_state(j, ITO__TS_BLOCKED, ITO__TS_READY);
         /* A group member goes through its policy, which decides where its
          * group runs. */
-        if ((j->pref_vproc < 0 || j->pref_vproc == vp->index) && !__atomic_load_n(&j->group, __ATOMIC_RELAXED)) {
+        if ((j->pref_vproc < 0 || j->pref_vproc == vp->index) && !__atomic_load_n(&j->group, __ATOMIC_RELAXED) &&
+            (!ito__thread_cpus(j) || ito__affinity_place(vp, j) == vp)) {
             if (ito__claim(j))
                 next = j;   /* hand the vproc straight back to the joiner */
         } else {
@@ -445,6 +448,7 @@ int ito__join(ito_thread_t th, void **result)
             atomic_store_explicit(&t->joiner, self, memory_order_release);
             ito_policy_vproc_t *pv = &ito__vproc_self()->pv;
             if (ito__thread_state(t) == ITO__TS_NEW && ito__rt.policy->take &&
+                (!ito__thread_cpus(t) || ito__affinity_place(ito__vproc_self(), t) == ito__vproc_self()) &&
                 ito__rt.policy->take(pv, &t->node) && ito__claim(t)) {
                 /* Not started yet: run it right now — on our own stack if it
                  * fits there (inline.c), else on its own. */
@@ -490,7 +494,7 @@ void ito__yield(void)
     }
     ito__critical_enter();
     ito__thread_set_state(self, ITO__TS_RUNNING, ITO__TS_READY);
-    ito__rt.policy->enqueue(&ito__vproc_self()->pv, &self->node, ITO_READY_YIELD);
+    ito__enqueue(ito__vproc_self(), self, ITO_READY_YIELD);
     ito__switch_out_yield(self);
     ito__critical_exit();
 }

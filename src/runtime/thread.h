@@ -90,6 +90,7 @@ struct ito__thread {
     bool started;                     /* has a context (ran at least once since its entry was set) */
     _Atomic bool cpu_watched;         /* its CPU time is counted (cputime.c) */
     int16_t pref_vproc;               /* preferred vproc or -1 */
+    const struct ito__cpus *_Atomic cpus; /* the CPUs it may run on, NULL: any (affinity.c) */
     int prio;
     struct ito__group *group;         /* its group or NULL (group.c; others read it relaxed) */
     _Atomic int susp_req;             /* ito_suspend asked it to stop */
@@ -127,6 +128,13 @@ struct ito__thread {
     void *asan_fake_stack;            /* sanitizer state of this context */
     void *tsan_fiber;
 } ITO_ALIGNED_CACHELINE;
+
+/* Acquire pairs with the release store of ito__thread_set_cpus: the set's
+ * words are seen as written before it was given. */
+static inline const struct ito__cpus *ito__thread_cpus(struct ito__thread *t)
+{
+    return atomic_load_explicit(&t->cpus, memory_order_acquire);
+}
 
 static inline struct ito__thread *ito__thread_of_node(const ito_policy_node_t *n)
 {
@@ -234,6 +242,7 @@ struct ito__spawn_extra {
     size_t stack_size;
     bool has_sigmask;   /* it starts with this signal mask, not its creator's */
     uint64_t sigmask;
+    const struct ito__cpus *cpus;   /* the CPUs it may run on (affinity.h); NULL: any */
 };
 
 int ito__spawn(uint64_t *id_out, const ito_attr_t *attr, void *(*fn)(void *), void *arg, uint32_t ctl_flags,

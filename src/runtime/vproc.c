@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/libc.h"
 #include "base/panic.h"
 #include "base/topology.h"
 #include "runtime/runtime.h"
@@ -83,13 +84,26 @@ static int have_affinity = -1;
 void ito__cpus_restore_self(void)
 {
     if (have_affinity > 0)
-        sched_setaffinity(0, sizeof process_affinity, &process_affinity);
+        ito__sys_sched_setaffinity(0, sizeof process_affinity, &process_affinity);
+}
+
+static void know_affinity(void)
+{
+    if (have_affinity < 0)
+        have_affinity = ito__sys_sched_getaffinity(0, sizeof process_affinity, &process_affinity) == 0;
+}
+
+bool ito__cpus_of_process(cpu_set_t *set)
+{
+    know_affinity();   /* (at ito's start: read before any is pinned) */
+    if (have_affinity > 0)
+        *set = process_affinity;
+    return have_affinity > 0;
 }
 
 int ito__cpus_usable(int *cpus, int max)
 {
-    if (have_affinity < 0)
-        have_affinity = sched_getaffinity(0, sizeof process_affinity, &process_affinity) == 0;
+    know_affinity();
     int n = 0;
     if (have_affinity) {
         for (int c = 0; c < CPU_SETSIZE && n < max; c++)
@@ -113,7 +127,7 @@ void ito__pin_thread(pid_t tid, int cpu)
     cpu_set_t set;
     CPU_ZERO(&set);
     CPU_SET(cpu, &set);
-    if (sched_setaffinity(tid, sizeof set, &set) != 0)
+    if (ito__sys_sched_setaffinity(tid, sizeof set, &set) != 0)
         ITO_WARN_ONCE("could not pin an activation to CPU %d; running unpinned", cpu);
 }
 

@@ -20,6 +20,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <sys/types.h>
 #include <time.h>
@@ -121,6 +122,10 @@ struct ito__vproc {
     int index;
     int cpu;                                /* pinned CPU or -1 */
     ito_policy_vproc_t pv;                  /* the policy's view of this vproc */
+    /* Threads held to this vproc by their CPU set (affinity.c), oldest
+     * first, linked by qnext; held_turn: the next pick is theirs. */
+    struct ito__thread *held_head, *held_tail;
+    bool held_turn;
     uint64_t last_tick_ns;                  /* last policy tick */
     uint64_t retry_at;                      /* idle.c: look again then rather than sleep on (0: no) */
     struct ito__handover handover;
@@ -236,6 +241,9 @@ static inline bool ito__vproc_revoked(const struct ito__vproc *vp)
 int ito__cpus_usable(int *cpus, int max);
 void ito__pin_self(int cpu);
 void ito__pin_thread(pid_t tid, int cpu);   /* another kernel thread of this process */
+/* The CPUs the process may use, as they were before ito pinned anything;
+ * false if unknown. */
+bool ito__cpus_of_process(cpu_set_t *set);
 /* Give the calling kernel thread the affinity the process had before ito
  * pinned anything (a child's after fork: runtime/fork.c). */
 void ito__cpus_restore_self(void);

@@ -255,7 +255,7 @@ static void *monitor_main(void *arg)
     for (int i = 0; i < n; i++)
         CPU_SET(cpus[i], &set);
     if (n > 0)
-        sched_setaffinity(0, sizeof set, &set);
+        ito__sys_sched_setaffinity(0, sizeof set, &set);
     ncpus_online = n;
     /* Its sleeps are the hand-off latency: no timer slack (default 50 µs). */
     prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);

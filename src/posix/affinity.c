@@ -1,0 +1,235 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * CPU affinity of POSIX threads on ito.
+ *
+ * An ito thread runs on whichever vproc the policy gives it, and each
+ * vproc's carrier is pinned to one CPU: the kernel's affinity of the carrier
+ * says nothing about the thread (it would report one CPU), and changing it
+ * would move a vproc. So the calls that name a thread's CPUs are ito's:
+ * pthread_setaffinity_np and pthread_getaffinity_np on an ito thread,
+ * sched_setaffinity and sched_getaffinity on the caller (0, or its kernel
+ * thread's ID) and on the initial thread (the process's ID), the affinity
+ * that pthread_getattr_np reports, and the affinity attribute of
+ * pthread_create. A new thread starts with its attribute's set, or else its
+ * creator's, as Linux gives a new thread its creator's affinity.
+ *
+ * A thread's set is kept within the CPUs the process could use when ito
+ * started, and reported so (the kernel reports a task's set within the CPUs
+ * online). The scheduler holds the thread to vprocs pinned to CPUs of its
+ * set (runtime/affinity.c); while none of those has a processor (ITO_VPROCS
+ * made none there, or the allocator took them) it runs on others, said once
+ * (runtime/affinity.c). A set with every CPU of the process is no
+ * restriction. Without pinned vprocs (ITO_PIN=0) a restriction cannot be
+ * kept: ENOSYS, said once.
+ *
+ * Errors are the kernel's: EINVAL for a set with none of the process's CPUs
+ * and (get) for a buffer smaller than the kernel's set or not a multiple of
+ * a long, EFAULT for a NULL set, ESRCH for a thread that is gone. On a
+ * kernel thread of the C library's own, each call is the C library's.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "base/libc.h"
+#include "posix/posix.h"
+#include "runtime/affinity.h"
+#include "runtime/thread.h"
+#include "runtime/vproc.h"
+
+_Static_assert(CPU_SETSIZE == ITO__CPUS_MAX, "a cpu_set_t holds the CPUs a thread's set may name");
+
+static void process_cpus(cpu_set_t *p)
+{
+    if (!ito__cpus_of_process(p)) {
+        CPU_ZERO(p);
+        long n = sysconf(_SC_NPROCESSORS_CONF);
+        for (long c = 0; c < n && c < CPU_SETSIZE; c++)
+            CPU_SET((int)c, p);
+    }
+}
+
+/* The CPUs of set (size bytes) that the process may use, into *out; their
+ * number. *all: every CPU of the process. */
+static int within_process(const cpu_set_t *set, size_t size, cpu_set_t *out, bool *all)
+{
+    cpu_set_t p;
+    process_cpus(&p);
+    CPU_ZERO(out);
+    size_t bits = size * 8 < CPU_SETSIZE ? size * 8 : CPU_SETSIZE;
+    for (size_t c = 0; c < bits; c++)
+        if (CPU_ISSET_S(c, size, set) && CPU_ISSET(c, &p))
+            CPU_SET(c, out);
+    *all = CPU_EQUAL(out, &p);
+    return CPU_COUNT(out);
+}
+
+/* pt's set := s (under the ito thread's lock, or before the thread exists). */
+static void store(struct ito__pthread *pt, const cpu_set_t *s)
+{
+    for (int i = 0; i < ITO__CPUS_MAX / 64; i++) {
+        uint64_t w = 0;
+        for (int b = 0; b < 64; b++)
+            if (CPU_ISSET(i * 64 + b, s))
+                w |= (uint64_t)1 << b;
+        atomic_store_explicit(&pt->cpus.w[i], w, memory_order_relaxed);
+    }
+    __atomic_store_n(&pt->has_cpus, true, __ATOMIC_RELAXED);
+}
+
+static int set_cpus(struct ito__pthread *pt, size_t size, const cpu_set_t *set, const char *what)
+{
+    if (!set)
+        return EFAULT;
+    cpu_set_t eff;
+    bool all;
+    if (within_process(set, size, &eff, &all) == 0)
+        return EINVAL;
+    if (!all && !ito__affinity_supported())
+        return ITO__POSIX_UNSUPPORTED(what, "ito's vprocs are not pinned to CPUs (ITO_PIN=0), so no "
+                                            "thread can be held to some");
+    struct ito__thread *t = ito__thread_lock_handle(pt->id);
+    if (!t)
+        return ESRCH;
+    if (all) {
+        __atomic_store_n(&pt->has_cpus, false, __ATOMIC_RELAXED);
+        ito__thread_set_cpus(t, NULL);
+    } else {
+        store(pt, &eff);
+        ito__thread_set_cpus(t, &pt->cpus);
+    }
+    ito__spin_unlock(&t->lk);
+    if (pt == ito__pthread_self())
+        ito__affinity_move_self();   /* at once, not at its next switch */
+    return 0;
+}
+
+static int get_cpus(struct ito__pthread *pt, size_t size, cpu_set_t *set)
+{
+    if (!set)
+        return EFAULT;
+    /* The kernel's checks of the buffer (its size), on the carrier. */
+    if (ito__sys_sched_getaffinity(0, size, set) != 0)
+        return errno;
+    cpu_set_t m;
+    process_cpus(&m);
+    struct ito__thread *t = ito__thread_lock_handle(pt->id);
+    if (!t)
+        return ESRCH;
+    if (__atomic_load_n(&pt->has_cpus, __ATOMIC_RELAXED))
+        for (int c = 0; c < CPU_SETSIZE; c++)
+            if (!ito__cpus_has(&pt->cpus, c))
+                CPU_CLR(c, &m);
+    ito__spin_unlock(&t->lk);
+    memset(set, 0, size);
+    size_t bits = size * 8 < CPU_SETSIZE ? size * 8 : CPU_SETSIZE;
+    for (size_t c = 0; c < bits; c++)
+        if (CPU_ISSET(c, &m))
+            CPU_SET_S(c, size, set);
+    return 0;
+}
+
+int ito__posix_affinity_at_create(struct ito__pthread *pt, const pthread_attr_t *attr)
+{
+    __atomic_store_n(&pt->has_cpus, false, __ATOMIC_RELAXED);
+    cpu_set_t set, eff;
+    /* An attribute without a set reads as every bit set (glibc); a set of
+     * every CPU there can be is no restriction either way, so both mean:
+     * the creator's. */
+    bool given = attr && pthread_attr_getaffinity_np(attr, sizeof set, &set) == 0 && CPU_COUNT(&set) != CPU_SETSIZE;
+    if (given) {
+        bool all;
+        if (within_process(&set, sizeof set, &eff, &all) == 0)
+            return EINVAL;
+        if (all)
+            return 0;
+        if (!ito__affinity_supported())
+            return ITO__POSIX_UNSUPPORTED("pthread_attr_setaffinity_np", "ito's vprocs are not pinned to "
+                                          "CPUs (ITO_PIN=0), so no thread can be held to some");
+        store(pt, &eff);
+        return 0;
+    }
+    struct ito__pthread *self = ito__pthread_self();
+    if (!self || !__atomic_load_n(&self->has_cpus, __ATOMIC_RELAXED))
+        return 0;
+    struct ito__thread *t = ito__thread_lock_handle(self->id);
+    if (t) {
+        if (__atomic_load_n(&self->has_cpus, __ATOMIC_RELAXED)) {
+            for (int i = 0; i < ITO__CPUS_MAX / 64; i++)
+                atomic_store_explicit(&pt->cpus.w[i], atomic_load_explicit(&self->cpus.w[i], memory_order_relaxed),
+                                      memory_order_relaxed);
+            __atomic_store_n(&pt->has_cpus, true, __ATOMIC_RELAXED);
+        }
+        ito__spin_unlock(&t->lk);
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------ the calls */
+
+ITO_POSIX_API int pthread_setaffinity_np(pthread_t th, size_t size, const cpu_set_t *set)
+{
+    if (!ito__pthread_ours(th))
+        return ITO__POSIX_LIBC(pthread_setaffinity_np, "GLIBC_2.3.4")(th, size, set);
+    return set_cpus(ito__pthread_of(th), size, set, "pthread_setaffinity_np");
+}
+
+ITO_POSIX_API int pthread_getaffinity_np(pthread_t th, size_t size, cpu_set_t *set)
+{
+    if (!ito__pthread_ours(th))
+        return ITO__POSIX_LIBC(pthread_getaffinity_np, "GLIBC_2.3.4")(th, size, set);
+    return get_cpus(ito__pthread_of(th), size, set);
+}
+
+/* The ito thread that a process or thread ID names, or NULL (the kernel's
+ * business): the caller for 0 or its kernel thread's ID; the initial
+ * thread for the process's ID, once ito has adopted it. */
+static struct ito__pthread *named(pid_t pid)
+{
+    if (!__atomic_load_n(&ito__posix_started, __ATOMIC_ACQUIRE))
+        return NULL;
+    if (pid == 0 || pid == (pid_t)syscall(SYS_gettid)) {
+        struct ito__pthread *self = ito__pthread_self();
+        return self && ito__thread_self() ? self : NULL;
+    }
+    return pid == getpid() ? ito__pthread_main() : NULL;
+}
+
+ITO_POSIX_API int sched_setaffinity(pid_t pid, size_t size, const cpu_set_t *set)
+{
+    struct ito__pthread *pt = named(pid);
+    if (!pt)
+        return ITO__POSIX_LIBC(sched_setaffinity, "GLIBC_2.3.4")(pid, size, set);
+    int e = set_cpus(pt, size, set, "sched_setaffinity");
+    if (e) {
+        errno = e;
+        return -1;
+    }
+    return 0;
+}
+
+ITO_POSIX_API int sched_getaffinity(pid_t pid, size_t size, cpu_set_t *set)
+{
+    struct ito__pthread *pt = named(pid);
+    if (!pt)
+        return ITO__POSIX_LIBC(sched_getaffinity, "GLIBC_2.3.4")(pid, size, set);
+    int e = get_cpus(pt, size, set);
+    if (e) {
+        errno = e;
+        return -1;
+    }
+    return 0;
+}
+
+/* For pthread_getattr_np: th's set into attr. */
+int ito__posix_affinity_attr(pthread_t th, pthread_attr_t *attr)
+{
+    cpu_set_t set;
+    int e = get_cpus(ito__pthread_of(th), sizeof set, &set);
+    if (e == ESRCH)
+        return 0;   /* ended (its descriptor is gone): what it had does not matter */
+    return e ? e : pthread_attr_setaffinity_np(attr, sizeof set, &set);
+}

@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+/* A thread's CPU set: the CPUs it may run on (runtime/affinity.c). */
+#ifndef ITO_RUNTIME_AFFINITY_H
+#define ITO_RUNTIME_AFFINITY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <ito/policy.h>
+
+struct ito__thread;
+struct ito__vproc;
+
+/* CPUs 0..ITO__CPUS_MAX-1, as cpu_set_t has them. The words are read and
+ * written with relaxed atomics: a set may change while a vproc tests a bit
+ * of it (the test then sees the old or the new bit, both meant at the time). */
+#define ITO__CPUS_MAX 1024
+struct ito__cpus {
+    _Atomic uint64_t w[ITO__CPUS_MAX / 64];
+};
+
+bool ito__cpus_has(const struct ito__cpus *s, int cpu);
+
+/* Restrict t to the CPUs of `cpus` (NULL: any CPU of the process). The set
+ * must stay valid while t lives or until the next call; its contents may be
+ * rewritten in place. Takes effect when t next becomes ready; the caller
+ * moves itself at once with ito__affinity_move_self. */
+void ito__thread_set_cpus(struct ito__thread *t, const struct ito__cpus *cpus);
+/* The calling ito thread, if the CPU of its vproc is not in its set: move to
+ * a vproc whose CPU is (a yield that lands there). MAY SWITCH. */
+void ito__affinity_move_self(void);
+/* Whether the vprocs are pinned to CPUs at all (ITO_PIN): without, a set
+ * cannot be honoured. */
+bool ito__affinity_supported(void);
+
+/* The scheduler's side. t has a set (t->cpus); vp is the caller's vproc.
+ * Where t should run: vp itself if its CPU is in the set, else a vproc with
+ * a processor on one of the set's CPUs, else (none has one: the set is
+ * broken until one does, as Linux breaks a task's affinity when its last CPU
+ * goes offline) vp. */
+struct ito__vproc *ito__affinity_place(struct ito__vproc *vp, struct ito__thread *t);
+/* t (with a set) became ready on vp: into vp's queue of threads held to it,
+ * or to its place's inbox; if the set is broken, into vp's policy. */
+void ito__affinity_enqueue(struct ito__vproc *vp, struct ito__thread *t, ito_ready_reason_t why);
+/* The oldest thread held to vp, or NULL (the owner). */
+struct ito__thread *ito__affinity_pop(struct ito__vproc *vp);
+
+#endif
