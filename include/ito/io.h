@@ -24,7 +24,7 @@
  * process that wants per-thread handling should ignore SIGPIPE. Socket
  * timeouts (SO_RCVTIMEO, SO_SNDTIMEO) are honoured. The calls are not
  * interrupted by signals. One rare form makes the plain call bracketed the
- * same way: ito_recv with both MSG_PEEK and MSG_WAITALL (which, on a socket
+ * same way: ito_recv and ito_recvmsg with both MSG_PEEK and MSG_WAITALL (which, on a socket
  * with SO_RCVTIMEO, may fail with EINTR: see "Other blocking calls" in
  * docs/guide.md).
  */
@@ -53,6 +53,11 @@ ITO_API ssize_t ito_readv(int fd, const struct iovec *iov, int iovcnt);
 ITO_API ssize_t ito_writev(int fd, const struct iovec *iov, int iovcnt);
 ITO_API ssize_t ito_recv(int fd, void *buf, size_t len, int flags);
 ITO_API ssize_t ito_send(int fd, const void *buf, size_t len, int flags);
+/* recvmsg(2), sendmsg(2): also the forms of recvfrom and sendto with an
+ * address (msg_name). A sendmsg on a stream socket returns once every byte is
+ * sent (its ancillary data go with the first part), as ito_send. */
+ITO_API ssize_t ito_recvmsg(int fd, struct msghdr *msg, int flags);
+ITO_API ssize_t ito_sendmsg(int fd, const struct msghdr *msg, int flags);
 /* accept4(2): flags may hold SOCK_NONBLOCK and SOCK_CLOEXEC. */
 ITO_API int ito_accept(int fd, struct sockaddr *addr, socklen_t *addrlen, int flags);
 /* On a non-blocking socket: -1/EINPROGRESS as connect(2). */

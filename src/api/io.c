@@ -382,6 +382,83 @@ ITO_API ssize_t ito_send(int fd, const void *buf, size_t len, int flags)
     return sr(true, fd, (void *)buf, len, flags);
 }
 
+/* recvmsg or sendmsg; like sr_. A sendmsg on a stream socket goes on until
+ * every byte is sent, its ancillary data with the first part only. The
+ * ring's recvmsg writes back msg_namelen, msg_controllen and msg_flags as
+ * recvmsg(2) does. */
+static ssize_t msg_(bool send_, int fd, struct msghdr *msg, int flags)
+{
+    struct ito__ring *ring = my_ring();
+    if (!ring || (flags & MSG_DONTWAIT) || (!send_ && (flags & (MSG_PEEK | MSG_WAITALL)) == (MSG_PEEK | MSG_WAITALL)))
+        return ITO_BLOCKING(send_ ? ito__libc_sendmsg(fd, msg, flags) : ito__libc_recvmsg(fd, msg, flags));
+
+    size_t done = 0;
+    bool whole = !send_ && (flags & (MSG_WAITALL | MSG_PEEK));
+    if (!whole) {
+        /* (A try that would block writes nothing back.) */
+        ssize_t r = send_ ? ito__libc_sendmsg(fd, msg, flags | MSG_DONTWAIT)
+                          : ito__libc_recvmsg(fd, msg, flags | MSG_DONTWAIT);
+        if (r < 0 && !would_block(errno))
+            return -1;
+        done = r > 0 ? (size_t)r : 0;
+        if (r >= 0 && (!send_ || done == iov_total(msg->msg_iov, (int)msg->msg_iovlen) || !stream_socket(fd)))
+            return r;
+    }
+
+    int nb = nonblocking(fd);
+    if (nb != 0) {
+        if (done || nb < 0)
+            return done ? (ssize_t)done : -1;
+        return send_ ? ito__libc_sendmsg(fd, msg, flags) : ito__libc_recvmsg(fd, msg, flags);
+    }
+
+    uint64_t timeout = sock_timeout(fd, send_ ? SO_SNDTIMEO : SO_RCVTIMEO);
+    if (!send_ && (flags & MSG_WAITALL) && !stream_socket(fd))
+        flags &= ~MSG_WAITALL;   /* records are never merged; io_uring's retries would */
+    size_t total = iov_total(msg->msg_iov, (int)msg->msg_iovlen);
+    struct msghdr part = *msg;
+    struct iovec *rest = NULL;
+    for (;;) {
+        if (done) {   /* the rest of a stream send, without the ancillary data sent */
+            if (!rest && !(rest = malloc(msg->msg_iovlen * sizeof *rest)))
+                return (ssize_t)done;   /* a short transfer, as after a signal */
+            int n = (int)msg->msg_iovlen;
+            part.msg_iov = (struct iovec *)iov_advance(msg->msg_iov, &n, done, rest);
+            part.msg_iovlen = (size_t)n;
+            part.msg_control = NULL;
+            part.msg_controllen = 0;
+        }
+        ring = my_ring();
+        struct io_uring_sqe *sqe = op_begin(ring);
+        if (send_)
+            io_uring_prep_sendmsg(sqe, fd, &part, (unsigned)flags);
+        else
+            io_uring_prep_recvmsg(sqe, fd, msg, (unsigned)flags);
+        int res = op_end(ring, sqe, timeout);
+        if (res < 0) {
+            free(rest);
+            return done ? (ssize_t)done : fail(-res);
+        }
+        done += (size_t)res;
+        if (!send_ || done == total || res == 0) {
+            free(rest);
+            return (ssize_t)done;
+        }
+    }
+}
+
+ITO_API ssize_t ito_recvmsg(int fd, struct msghdr *msg, int flags)
+{
+    int saved = errno;
+    return keep_errno(msg_(false, fd, msg, flags), saved);
+}
+
+ITO_API ssize_t ito_sendmsg(int fd, const struct msghdr *msg, int flags)
+{
+    int saved = errno;
+    return keep_errno(msg_(true, fd, (struct msghdr *)msg, flags), saved);
+}
+
 static int accept_(int fd, struct sockaddr *addr, socklen_t *addrlen, int flags)
 {
     struct ito__ring *ring = my_ring();

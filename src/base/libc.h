@@ -103,6 +103,14 @@ static inline ssize_t ito__libc_send(int fd, const void *buf, size_t n, int flag
 {
     return syscall(SYS_sendto, fd, buf, n, flags, NULL, 0);
 }
+static inline ssize_t ito__libc_recvmsg(int fd, struct msghdr *msg, int flags)
+{
+    return syscall(SYS_recvmsg, fd, msg, flags);
+}
+static inline ssize_t ito__libc_sendmsg(int fd, const struct msghdr *msg, int flags)
+{
+    return syscall(SYS_sendmsg, fd, msg, flags);
+}
 static inline int ito__libc_accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 {
     return (int)syscall(SYS_accept4, fd, addr, len, flags);
@@ -149,6 +157,8 @@ static inline ssize_t ito__libc_pread(int fd, void *buf, size_t n, off_t off) { 
 static inline ssize_t ito__libc_pwrite(int fd, const void *buf, size_t n, off_t off) { return pwrite(fd, buf, n, off); }
 static inline ssize_t ito__libc_recv(int fd, void *buf, size_t n, int flags) { return recv(fd, buf, n, flags); }
 static inline ssize_t ito__libc_send(int fd, const void *buf, size_t n, int flags) { return send(fd, buf, n, flags); }
+static inline ssize_t ito__libc_recvmsg(int fd, struct msghdr *msg, int flags) { return recvmsg(fd, msg, flags); }
+static inline ssize_t ito__libc_sendmsg(int fd, const struct msghdr *msg, int flags) { return sendmsg(fd, msg, flags); }
 static inline int ito__libc_accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 {
     return accept4(fd, addr, len, flags);

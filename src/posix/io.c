@@ -26,15 +26,16 @@
  *     transferred part of its data returns that count instead. connect
  *     fails with EINTR whatever the handler's flags, as POSIX specifies; the
  *     connection goes on (Linux would restart it under SA_RESTART).
- *   - select is poll on the descriptors of its sets.
+ *   - select is poll on the descriptors of its sets; recvfrom and sendto
+ *     with an address are recvmsg and sendmsg with one buffer.
  *
  * What stays the C library's: a kernel thread ito did not create, and the
  * initial thread before ito has started (a program that never makes a
  * thread pays nothing); every thread when the rings are off (ITO_IO_URING=0,
  * valgrind, an old kernel): then a call that blocks hands its vproc on as
- * the core does; the forms not done here yet (recvfrom and sendto with an
- * address, recvmsg, sendmsg, ppoll, pselect, select on descriptors beyond
- * FD_SETSIZE) — a blocking call of those is a blocked carrier too. So is
+ * the core does; the forms not done here yet (ppoll, pselect, select on
+ * descriptors beyond FD_SETSIZE) — a blocking call of those is a blocked
+ * carrier too. So is
  * epoll_wait, on purpose: an event loop's one thread that waits in the
  * kernel costs less than a round trip through the ring (parked on the
  * epoll descriptor, redis-server under redis-benchmark served a request in
@@ -251,13 +252,56 @@ ITO_POSIX_API ssize_t send(int fd, const void *buf, size_t n, int flags)
     PARKING_CALL(RESTARTS, fd, SO_SNDTIMEO, ito_send(fd, buf, n, flags));
 }
 
-/* Without an address these are recv and send. */
+ITO_POSIX_API ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
+{
+    if (in_ito())
+        return ito__libc_recvmsg(fd, msg, flags);
+    if (!parks() || !msg || (flags & PEEK_ALL) == PEEK_ALL)
+        return ITO__POSIX_LIBC(recvmsg, "GLIBC_2.2.5")(fd, msg, flags);
+    PARKING_CALL(RESTARTS, fd, SO_RCVTIMEO, ito_recvmsg(fd, msg, flags));
+}
+
+ITO_POSIX_API ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
+{
+    if (in_ito())
+        return ito__libc_sendmsg(fd, msg, flags);
+    if (!parks() || !msg)
+        return ITO__POSIX_LIBC(sendmsg, "GLIBC_2.2.5")(fd, msg, flags);
+    PARKING_CALL(RESTARTS, fd, SO_SNDTIMEO, ito_sendmsg(fd, msg, flags));
+}
+
+/* recvfrom with an address is recvmsg with one buffer and msg_name; the
+ * address's length comes back as recvfrom(2) gives it (the whole length,
+ * also when the address was cut short). */
+static ssize_t recv_from(int fd, void *buf, size_t n, int flags, struct sockaddr *addr, socklen_t *len)
+{
+    struct iovec v = { buf, n };
+    struct msghdr m = { .msg_name = addr, .msg_namelen = *len, .msg_iov = &v, .msg_iovlen = 1 };
+    ssize_t r = ito_recvmsg(fd, &m, flags);
+    if (r >= 0)
+        *len = m.msg_namelen;
+    return r;
+}
+
+static ssize_t send_to(int fd, const void *buf, size_t n, int flags, const struct sockaddr *addr, socklen_t len)
+{
+    struct iovec v = { (void *)buf, n };
+    struct msghdr m = { .msg_name = (void *)addr, .msg_namelen = len, .msg_iov = &v, .msg_iovlen = 1 };
+    return ito_sendmsg(fd, &m, flags);
+}
+
+/* Without an address these are recv and send. An address without its
+ * length (EFAULT, or a length the kernel ignores) is the C library's to
+ * judge. */
 ITO_POSIX_API ssize_t recvfrom(int fd, void *buf, size_t n, int flags, __SOCKADDR_ARG addr, socklen_t *len)
 {
     if (in_ito())
         return syscall(SYS_recvfrom, fd, buf, n, flags, ADDR(addr), len);
-    if (ADDR(addr) || !parks() || (flags & PEEK_ALL) == PEEK_ALL)
+    if (!parks() || (flags & PEEK_ALL) == PEEK_ALL || (ADDR(addr) && !len) || n > MAX_RW_COUNT)
         return ITO__POSIX_LIBC(recvfrom, "GLIBC_2.2.5")(fd, buf, n, flags, addr, len);
+    if (ADDR(addr)) {
+        PARKING_CALL(RESTARTS, fd, SO_RCVTIMEO, recv_from(fd, buf, n, flags, ADDR(addr), len));
+    }
     PARKING_CALL(RESTARTS, fd, SO_RCVTIMEO, ito_recv(fd, buf, n, flags));
 }
 
@@ -273,8 +317,11 @@ ITO_POSIX_API ssize_t sendto(int fd, const void *buf, size_t n, int flags, __CON
 {
     if (in_ito())
         return syscall(SYS_sendto, fd, buf, n, flags, ADDR(addr), len);
-    if (ADDR(addr) || !parks())
+    if (!parks() || n > MAX_RW_COUNT)
         return ITO__POSIX_LIBC(sendto, "GLIBC_2.2.5")(fd, buf, n, flags, addr, len);
+    if (ADDR(addr)) {
+        PARKING_CALL(RESTARTS, fd, SO_SNDTIMEO, send_to(fd, buf, n, flags, ADDR(addr), len));
+    }
     PARKING_CALL(RESTARTS, fd, SO_SNDTIMEO, ito_send(fd, buf, n, flags));
 }
 

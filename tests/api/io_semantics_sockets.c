@@ -389,10 +389,128 @@ static void tcp(struct ctx *c)
     free(got);
 }
 
+/* A message of two pieces, and where a received one lands. */
+static struct msghdr msg_of(struct iovec v[2], char *a, size_t na, char *b, size_t nb, void *ctl, size_t nctl)
+{
+    v[0] = (struct iovec){ a, na };
+    v[1] = (struct iovec){ b, nb };
+    return (struct msghdr){ .msg_iov = v, .msg_iovlen = 2, .msg_control = ctl, .msg_controllen = nctl };
+}
+
+static void messages(struct ctx *c)
+{
+    char b1[8192], b2[8192];
+    int s[2], t[2];
+    struct iovec v1[2], v2[2];
+
+    STEP("recvmsg, sendmsg: unix stream with a descriptor passed");
+    pairs(SOCK_STREAM, s, t);
+    union {
+        struct cmsghdr h;
+        char buf[CMSG_SPACE(sizeof(int))];
+    } out, in1, in2;
+    memset(&out, 0, sizeof out);
+    out.h.cmsg_level = SOL_SOCKET;
+    out.h.cmsg_type = SCM_RIGHTS;
+    out.h.cmsg_len = CMSG_LEN(sizeof(int));
+    int passed = open("/dev/null", O_RDONLY);
+    CHECK(passed >= 0);
+    memcpy(CMSG_DATA(&out.h), &passed, sizeof passed);
+    struct msghdr m1 = msg_of(v1, (char *)"head", 4, (char *)"tail!", 5, &out, sizeof out);
+    struct msghdr m2 = msg_of(v2, (char *)"head", 4, (char *)"tail!", 5, &out, sizeof out);
+    SAMEX(sendmsg(t[0], &m1, 0), ito_sendmsg(s[0], &m2, 0), 9, 0);
+    m1 = msg_of(v1, b1, 3, b1 + 3, 100, &in1, sizeof in1);
+    m2 = msg_of(v2, b2, 3, b2 + 3, 100, &in2, sizeof in2);
+    SAMEX_READ(recvmsg(t[1], &m1, 0), ito_recvmsg(s[1], &m2, 0), b1, b2, 9, 0);
+    SOFT(memcmp(b2, "headtail!", 9) == 0);
+    SOFT_EQ(m2.msg_controllen, m1.msg_controllen);
+    SOFT_EQ(m2.msg_flags, m1.msg_flags);
+    struct cmsghdr *ch1 = CMSG_FIRSTHDR(&m1), *ch2 = CMSG_FIRSTHDR(&m2);
+    SOFT(ch1 && ch2 && ch2->cmsg_type == SCM_RIGHTS && ch2->cmsg_len == ch1->cmsg_len);
+    if (ch1 && ch2) {
+        int f1, f2;
+        memcpy(&f1, CMSG_DATA(ch1), sizeof f1);
+        memcpy(&f2, CMSG_DATA(ch2), sizeof f2);
+        SOFT(fcntl(f2, F_GETFD) >= 0);   /* a descriptor of this process */
+        close(f1);
+        close(f2);
+    }
+    close(passed);
+    m1 = msg_of(v1, b1, 10, b1 + 10, 10, NULL, 0);
+    m2 = msg_of(v2, b2, 10, b2 + 10, 10, NULL, 0);
+    SAMEX(recvmsg(t[1], &m1, MSG_DONTWAIT), ito_recvmsg(s[1], &m2, MSG_DONTWAIT), -1, EAGAIN);
+    SAME(recvmsg(-1, &m1, 0), ito_recvmsg(-1, &m2, 0));   /* EBADF */
+
+    STEP("recvmsg waits; sendmsg of 1 MiB to a slow reader is whole");
+    struct later l = { .op = OP_SEND, .fd = s[0], .buf = (char *)"later", .len = 5, .delay_ns = 20 * MS };
+    later_start(&l);
+    m2 = msg_of(v2, b2, 2, b2 + 2, 100, NULL, 0);
+    EXPECT(ito_recvmsg(s[1], &m2, 0), 5, 0);
+    later_join(&l);
+    SOFT(memcmp(b2, "later", 5) == 0);
+    size_t big = 1u << 20;
+    char *data = xmalloc(big), *got = xmalloc(big);
+    fill(data, big, 9);
+    struct later w = { .op = OP_READ, .fd = s[1], .buf = got, .len = big, .chunks = 8, .delay_ns = 2 * MS };
+    later_start(&w);
+    m2 = msg_of(v2, data, 1000, data + 1000, big - 1000, NULL, 0);
+    EXPECT(ito_sendmsg(s[0], &m2, 0), (long)big, 0);
+    later_join(&w);
+    SOFT(memcmp(got, data, big) == 0);
+    close4(s, t);
+
+    STEP("recvmsg: a datagram truncated (MSG_TRUNC in msg_flags)");
+    pairs(SOCK_DGRAM, s, t);
+    SAMEX(send(t[0], data, 100, 0), ito_send(s[0], data, 100, 0), 100, 0);
+    m1 = msg_of(v1, b1, 4, b1 + 4, 6, NULL, 0);
+    m2 = msg_of(v2, b2, 4, b2 + 4, 6, NULL, 0);
+    SAMEX_READ(recvmsg(t[1], &m1, 0), ito_recvmsg(s[1], &m2, 0), b1, b2, 10, 0);
+    SOFT_EQ(m2.msg_flags & MSG_TRUNC, MSG_TRUNC);
+    SOFT_EQ(m2.msg_flags, m1.msg_flags);
+    close4(s, t);
+
+    STEP("udp: sendmsg to an address, recvmsg of the sender's address, waiting");
+    int u1 = socket(AF_INET, SOCK_DGRAM, 0), u2 = socket(AF_INET, SOCK_DGRAM, 0);
+    CHECK(u1 >= 0 && u2 >= 0);
+    struct sockaddr_in a1 = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) }, a2 = a1;
+    CHECK(bind(u1, (struct sockaddr *)&a1, sizeof a1) == 0 && bind(u2, (struct sockaddr *)&a2, sizeof a2) == 0);
+    socklen_t len = sizeof a1;
+    CHECK(getsockname(u1, (struct sockaddr *)&a1, &len) == 0);
+    len = sizeof a2;
+    CHECK(getsockname(u2, (struct sockaddr *)&a2, &len) == 0);
+    m2 = msg_of(v2, (char *)"to-", 3, (char *)"u1", 2, NULL, 0);
+    m2.msg_name = &a1;
+    m2.msg_namelen = sizeof a1;
+    EXPECT(ito_sendmsg(u2, &m2, 0), 5, 0);
+    struct sockaddr_in from;
+    memset(&from, 0, sizeof from);
+    m2 = msg_of(v2, b2, 3, b2 + 3, 100, NULL, 0);
+    m2.msg_name = &from;
+    m2.msg_namelen = sizeof from;
+    EXPECT(ito_recvmsg(u1, &m2, 0), 5, 0);
+    SOFT(memcmp(b2, "to-u1", 5) == 0);
+    SOFT_EQ(m2.msg_namelen, sizeof from);
+    SOFT(same_addr(&from, &a2));
+    CHECK(connect(u2, (struct sockaddr *)&a1, sizeof a1) == 0);
+    w = (struct later){ .op = OP_SEND, .fd = u2, .buf = (char *)"late", .len = 4, .delay_ns = 20 * MS };
+    later_start(&w);
+    memset(&from, 0, sizeof from);
+    m2 = msg_of(v2, b2, 1, b2 + 1, 100, NULL, 0);
+    m2.msg_name = &from;
+    m2.msg_namelen = sizeof from;
+    EXPECT(ito_recvmsg(u1, &m2, 0), 4, 0);
+    later_join(&w);
+    SOFT(same_addr(&from, &a2));
+    CHECK(close(u1) == 0 && close(u2) == 0);
+    free(data);
+    free(got);
+}
+
 static void run(struct ctx *c)
 {
     unix_sockets(c);
     tcp(c);
+    messages(c);
 }
 
 const struct io_topic io_topic = {

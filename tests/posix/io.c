@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* Blocking I/O on threads: read, write, recv, send, accept, connect, poll,
- * select and epoll_wait as POSIX and signal(7) describe them — many threads
- * waiting at once, a signal's handler interrupting a wait (EINTR, or a
+/* Blocking I/O on threads: read, write, recv, send, recvfrom, sendto,
+ * recvmsg, sendmsg, accept, connect, poll, select and epoll_wait as POSIX
+ * and signal(7) describe them — many threads waiting at once (in read; UDP
+ * servers in recvfrom and recvmsg), a signal's handler interrupting a wait (EINTR, or a
  * restart under SA_RESTART where the kernel restarts the call, never for
  * poll, select and epoll_wait), a write interrupted after part of its data,
  * a socket timeout that forbids a restart, a signal for the process ending
@@ -20,6 +21,8 @@
 #include <sys/epoll.h>
 #include <sys/select.h>
 #include <sys/socket.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/un.h>
 #include <time.h>
 
@@ -97,6 +100,94 @@ static void thousands_wait_in_read(void)
     close(shared_pipe[1]);
 }
 
+/* Datagram servers: each thread waits in recvfrom for a request on its own
+ * UDP socket and answers the sender with sendto (the addresses through the
+ * calls); then recvmsg and sendmsg with two buffers the same way. */
+#define UDP_SERVERS 300
+static atomic_int udp_in;
+
+static void *udp_serve(void *arg)
+{
+    int fd = (int)(intptr_t)arg;
+    char buf[64];
+    struct sockaddr_in from;
+    socklen_t len = sizeof from;
+    atomic_fetch_add(&udp_in, 1);
+    ssize_t n = recvfrom(fd, buf, sizeof buf, 0, (struct sockaddr *)&from, &len);
+    CHECK(n > 0);
+    CHECK_EQ(len, sizeof from);
+    CHECK_EQ(sendto(fd, buf, (size_t)n, 0, (struct sockaddr *)&from, len), n);
+    /* Again through recvmsg and sendmsg. */
+    char a[3], b[61];
+    struct iovec v[2] = { { a, sizeof a }, { b, sizeof b } };
+    struct msghdr m = { .msg_name = &from, .msg_namelen = sizeof from, .msg_iov = v, .msg_iovlen = 2 };
+    n = recvmsg(fd, &m, 0);
+    CHECK(n > 3);
+    CHECK_EQ(m.msg_namelen, sizeof from);
+    v[1].iov_len = (size_t)n - 3;
+    CHECK_EQ(sendmsg(fd, &m, 0), n);
+    return NULL;
+}
+
+/* Ask servers lo..hi-1 and check that each answers from its own socket. */
+static void udp_ask(int me, const struct sockaddr_in *addr, int round, int lo, int hi)
+{
+    for (int i = lo; i < hi; i++) {
+        char req[32];
+        int n = snprintf(req, sizeof req, "req-%d-%d", round, i);
+        CHECK_EQ(sendto(me, req, (size_t)n, 0, (const struct sockaddr *)&addr[i], sizeof addr[i]), n);
+    }
+    for (int i = lo; i < hi; i++) {
+        char got[64];
+        struct sockaddr_in from;
+        socklen_t len = sizeof from;
+        ssize_t n = recvfrom(me, got, sizeof got - 1, 0, (struct sockaddr *)&from, &len);
+        CHECK(n > 0);
+        got[n] = 0;
+        int r = -1, k = -1;
+        CHECK_EQ(sscanf(got, "req-%d-%d", &r, &k), 2);
+        CHECK_EQ(r, round);
+        CHECK(k >= lo && k < hi);
+        CHECK_EQ(from.sin_port, addr[k].sin_port);   /* answered by the socket asked */
+    }
+}
+
+static void udp_servers_wait_in_recvfrom_and_recvmsg(void)
+{
+    int fds[UDP_SERVERS];
+    struct sockaddr_in addr[UDP_SERVERS];
+    pthread_t t[UDP_SERVERS];
+    atomic_store(&udp_in, 0);
+    for (int i = 0; i < UDP_SERVERS; i++) {
+        fds[i] = socket(AF_INET, SOCK_DGRAM, 0);
+        CHECK(fds[i] >= 0);
+        addr[i] = (struct sockaddr_in){ .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+        socklen_t len = sizeof addr[i];
+        CHECK_EQ(bind(fds[i], (struct sockaddr *)&addr[i], len), 0);
+        CHECK_EQ(getsockname(fds[i], (struct sockaddr *)&addr[i], &len), 0);
+        t[i] = start(udp_serve, (void *)(intptr_t)fds[i]);
+    }
+    WAIT_UNTIL(atomic_load(&udp_in) == UDP_SERVERS, 20000);
+    conform_pause_us(50000);
+    int kt = conform_kernel_threads();
+    fprintf(stderr, "  %d servers waiting in recvfrom on %d kernel threads\n", UDP_SERVERS, kt);
+    if (getenv("POSIX_EXPECT_FEW_KERNEL_THREADS"))
+        CHECK(kt < 64);
+    int me = socket(AF_INET, SOCK_DGRAM, 0);
+    CHECK(me >= 0);
+    struct timeval tv = { 10, 0 };
+    CHECK_EQ(setsockopt(me, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv), 0);
+    /* In batches, so that the answers fit in this socket's receive buffer. */
+    for (int round = 0; round < 2; round++)
+        for (int lo = 0; lo < UDP_SERVERS; lo += 20)
+            udp_ask(me, addr, round, lo, lo + 20 < UDP_SERVERS ? lo + 20 : UDP_SERVERS);
+    for (int i = 0; i < UDP_SERVERS; i++) {
+        OK(pthread_join(t[i], NULL));
+        close(fds[i]);
+    }
+    close(me);
+}
+
 /* ------------------------------------------------ signals */
 
 static int p[2];
@@ -170,6 +261,19 @@ static void *recv_interrupted(void *arg)
     return NULL;
 }
 
+static void *recvmsg_interrupted(void *arg)
+{
+    char c;
+    struct iovec v = { &c, 1 };
+    struct msghdr m = { .msg_iov = &v, .msg_iovlen = 1 };
+    atomic_store(&reached, 1);
+    errno = 0;
+    CHECK_EQ(recvmsg(p[0], &m, 0), -1);
+    CHECK_EQ(errno, EINTR);
+    atomic_store(&finished, 1);
+    return NULL;
+}
+
 static void *select_interrupted(void *arg)
 {
     fd_set rd;
@@ -205,6 +309,7 @@ static void interrupt(void *(*fn)(void *), int flags, int socket)
 static void poll_fails_with_eintr_even_under_sa_restart(void) { interrupt(poll_interrupted, SA_RESTART, 0); }
 static void epoll_wait_fails_with_eintr_even_under_sa_restart(void) { interrupt(epoll_interrupted, SA_RESTART, 0); }
 static void recv_fails_with_eintr_without_sa_restart(void) { interrupt(recv_interrupted, 0, 1); }
+static void recvmsg_fails_with_eintr_without_sa_restart(void) { interrupt(recvmsg_interrupted, 0, 1); }
 static void select_fails_with_eintr_even_under_sa_restart(void) { interrupt(select_interrupted, SA_RESTART, 0); }
 
 /* A blocking write of more than the pipe holds, interrupted once part is
@@ -648,10 +753,12 @@ static void server_threads_accept_receive_and_send(void)
 int main(void)
 {
     RUN_CASE(thousands_wait_in_read, 60);
+    RUN_CASE(udp_servers_wait_in_recvfrom_and_recvmsg, 60);
     RUN_CASE(read_restarts_under_sa_restart, 10);
     RUN_CASE(poll_fails_with_eintr_even_under_sa_restart, 10);
     RUN_CASE(epoll_wait_fails_with_eintr_even_under_sa_restart, 10);
     RUN_CASE(recv_fails_with_eintr_without_sa_restart, 10);
+    RUN_CASE(recvmsg_fails_with_eintr_without_sa_restart, 10);
     RUN_CASE(select_fails_with_eintr_even_under_sa_restart, 10);
     RUN_CASE(write_interrupted_returns_what_it_wrote, 10);
     RUN_CASE(timed_socket_never_restarts, 10);
