@@ -51,6 +51,7 @@
 #include "base/clock.h"
 #include "base/libc.h"
 #include "api/init.h"
+#include "api/poll.h"
 #include "runtime/runtime.h"
 #include "runtime/sanitizer.h"
 #include "runtime/thread.h"
@@ -545,10 +546,19 @@ static int poll_wait(struct ito__ring *ring, const struct pollfd *fds, nfds_t nf
 
 ITO_API int ito_poll(struct pollfd *fds, nfds_t nfds, int timeout_ms)
 {
-    struct ito__ring *ring = my_ring();
-    if (!ring || timeout_ms == 0)
+    if (!my_ring() || timeout_ms == 0)
         return ITO_BLOCKING(ito__libc_poll(fds, nfds, timeout_ms));
-    uint64_t deadline = timeout_ms < 0 ? 0 : ito__now_ns() + (uint64_t)timeout_ms * 1000000u;
+    return ito__poll_until(fds, nfds, timeout_ms < 0 ? 0 : ito__now_ns() + (uint64_t)timeout_ms * 1000000u);
+}
+
+int ito__poll_until(struct pollfd *fds, nfds_t nfds, uint64_t deadline)
+{
+    if (!my_ring()) {
+        /* The plain call, its timeout in ms rounded up. */
+        uint64_t now = ito__now_ns(), left = deadline > now ? deadline - now : 0;
+        int ms = !deadline ? -1 : left / 1000000u >= INT_MAX ? INT_MAX : (int)((left + 999999u) / 1000000u);
+        return ITO_BLOCKING(ito__libc_poll(fds, nfds, ms));
+    }
     for (;;) {
         /* The answer always comes from poll itself: exact revents. */
         int r = ito__libc_poll(fds, nfds, 0);

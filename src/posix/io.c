@@ -27,15 +27,16 @@
  *     fails with EINTR whatever the handler's flags, as POSIX specifies; the
  *     connection goes on (Linux would restart it under SA_RESTART).
  *   - select is poll on the descriptors of its sets; recvfrom and sendto
- *     with an address are recvmsg and sendmsg with one buffer.
+ *     with an address are recvmsg and sendmsg with one buffer; ppoll and
+ *     pselect are poll and select to the ns, their signal mask the
+ *     thread's while they wait.
  *
  * What stays the C library's: a kernel thread ito did not create, and the
  * initial thread before ito has started (a program that never makes a
  * thread pays nothing); every thread when the rings are off (ITO_IO_URING=0,
  * valgrind, an old kernel): then a call that blocks hands its vproc on as
- * the core does; the forms not done here yet (ppoll, pselect, select on
- * descriptors beyond FD_SETSIZE) — a blocking call of those is a blocked
- * carrier too. So is
+ * the core does; select on descriptors beyond FD_SETSIZE — a blocking call
+ * of those is a blocked carrier too. So is
  * epoll_wait, on purpose: an event loop's one thread that waits in the
  * kernel costs less than a round trip through the ring (parked on the
  * epoll descriptor, redis-server under redis-benchmark served a request in
@@ -63,10 +64,12 @@
 
 #include <ito.h>
 
+#include "api/poll.h"
 #include "base/libc.h"
 #include "posix/posix.h"
 #include "runtime/critical.h"
 #include "runtime/ring.h"
+#include "runtime/sigmask.h"
 #include "runtime/thread.h"
 #include "runtime/vproc.h"
 
@@ -376,7 +379,8 @@ ITO_POSIX_API int __poll_chk(struct pollfd *fds, nfds_t n, int timeout_ms, size_
 #define SELECT_IN (POLLIN | POLLRDNORM | POLLRDBAND | POLLHUP | POLLERR)
 #define SELECT_OUT (POLLOUT | POLLWRNORM | POLLWRBAND | POLLERR)
 
-static int select_parked(int n, fd_set *rd, fd_set *wr, fd_set *ex, struct timeval *tv)
+/* select's work until `deadline` (ito_now_ns's clock; 0: for ever). */
+static int select_until(int n, fd_set *rd, fd_set *wr, fd_set *ex, uint64_t deadline)
 {
     struct pollfd p[FD_SETSIZE];
     nfds_t k = 0;
@@ -386,10 +390,7 @@ static int select_parked(int n, fd_set *rd, fd_set *wr, fd_set *ex, struct timev
         if (ev)
             p[k++] = (struct pollfd){ .fd = fd, .events = ev };
     }
-    uint64_t t0 = tv ? ito_now_ns() : 0;
-    uint64_t ns = tv ? (uint64_t)tv->tv_sec * 1000000000u + (uint64_t)tv->tv_usec * 1000u : 0;
-    int ms = !tv ? -1 : ns / 1000000u >= INT_MAX ? INT_MAX : (int)((ns + 999999u) / 1000000u);
-    int r = ito_poll(p, k, ms);
+    int r = ito__poll_until(p, k, deadline);
     if (r < 0)
         return r;   /* EINTR (the sets are left as they were, as the kernel leaves them) */
     int count = 0;
@@ -410,13 +411,27 @@ static int select_parked(int n, fd_set *rd, fd_set *wr, fd_set *ex, struct timev
             FD_CLR(fd, ex);
         count += (rd && FD_ISSET(fd, rd)) + (wr && FD_ISSET(fd, wr)) + (ex && FD_ISSET(fd, ex));
     }
-    if (tv) {
+    return count;
+}
+
+/* A timeout's deadline: 0 for none (wait for ever). */
+static uint64_t deadline_in(uint64_t ns)
+{
+    return ns >= UINT64_MAX / 2 ? 0 : ito_now_ns() + ns;   /* (0 ns: now, already past) */
+}
+
+static int select_parked(int n, fd_set *rd, fd_set *wr, fd_set *ex, struct timeval *tv)
+{
+    uint64_t ns = tv ? (uint64_t)tv->tv_sec * 1000000000u + (uint64_t)tv->tv_usec * 1000u : 0;
+    uint64_t deadline = tv ? deadline_in(ns) : 0;
+    int r = select_until(n, rd, wr, ex, deadline);
+    if (r >= 0 && tv) {
         /* Linux's select leaves the time that was left in the timeout. */
-        uint64_t spent = ito_now_ns() - t0, left = spent < ns ? ns - spent : 0;
+        uint64_t now = ito_now_ns(), left = deadline > now ? deadline - now : 0;
         tv->tv_sec = (time_t)(left / 1000000000u);
         tv->tv_usec = (suseconds_t)(left % 1000000000u / 1000u);
     }
-    return count;
+    return r;
 }
 
 ITO_POSIX_API int select(int n, fd_set *rd, fd_set *wr, fd_set *ex, struct timeval *tv)
@@ -429,4 +444,104 @@ ITO_POSIX_API int select(int n, fd_set *rd, fd_set *wr, fd_set *ex, struct timev
         (tv && (tv->tv_sec < 0 || tv->tv_usec < 0 || tv->tv_usec >= 1000000 || (!tv->tv_sec && !tv->tv_usec))))
         return ITO__POSIX_LIBC(select, "GLIBC_2.2.5")(n, rd, wr, ex, tv);
     PARKING_CALL(NEVER_RESTARTS, -1, 0, select_parked(n, rd, wr, ex, tv));
+}
+
+/* A timespec timeout's length in ns (UINT64_MAX: none); false if invalid. */
+static bool timeout_ns(const struct timespec *ts, uint64_t *ns)
+{
+    if (!ts) {
+        *ns = UINT64_MAX;
+        return true;
+    }
+    if (ts->tv_sec < 0 || ts->tv_nsec < 0 || ts->tv_nsec >= 1000000000L)
+        return false;
+    *ns = (uint64_t)ts->tv_sec >= UINT64_MAX / 2000000000u ? UINT64_MAX
+                                                           : (uint64_t)ts->tv_sec * 1000000000u + (uint64_t)ts->tv_nsec;
+    return true;
+}
+
+static int poll_parked(struct pollfd *fds, nfds_t n, uint64_t deadline)
+{
+    PARKING_CALL(NEVER_RESTARTS, -1, 0, ito__poll_until(fds, n, deadline));
+}
+
+static int select_parked_until(int n, fd_set *rd, fd_set *wr, fd_set *ex, uint64_t deadline)
+{
+    PARKING_CALL(NEVER_RESTARTS, -1, 0, select_until(n, rd, wr, ex, deadline));
+}
+
+/* The signal mask of ppoll and pselect: the thread's while it waits, so that
+ * a signal sent to it that the mask accepts ends the wait with EINTR (its
+ * handler run under that mask), and one it blocks waits until the caller's
+ * mask is back, before the call returns. One already pending that the mask
+ * accepts runs its handler as the mask is set: EINTR without a wait. */
+static bool mask_begin(const sigset_t *mask, uint64_t *old)
+{
+    uint64_t want = ito__posix_sigbits(mask);
+    struct ito__pthread *pt = ito__pthread_self();
+    bool pending = pt && (atomic_load(&pt->sig_pending) & ~want & ~ito__sigmask_reserved());
+    ito__posix_sigmask_change(SIG_SETMASK, want, old);
+    return pending;
+}
+
+static int mask_end(uint64_t old, int r)
+{
+    int e = errno;
+    ito__posix_sigmask_change(SIG_SETMASK, old, NULL);   /* raises what it blocked meanwhile */
+    errno = e;
+    return r;
+}
+
+/* ppoll and pselect: poll and select to the ns, with a mask as above. A
+ * zero timeout without a mask does not wait: the C library's. */
+ITO_POSIX_API int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *tmo, const sigset_t *mask)
+{
+    uint64_t ns;
+    if (in_ito()) {
+        struct timespec copy, *t = tmo ? (copy = *tmo, &copy) : NULL;   /* (the system call writes it) */
+        return (int)syscall(SYS_ppoll, fds, n, t, mask, _NSIG / 8);
+    }
+    if (!parks() || !timeout_ns(tmo, &ns) || (!mask && ns == 0))
+        return ITO__POSIX_LIBC(ppoll, "GLIBC_2.4")(fds, n, tmo, mask);
+    uint64_t deadline = deadline_in(ns), old;
+    if (!mask)
+        return poll_parked(fds, n, deadline);
+    if (mask_begin(mask, &old)) {
+        errno = EINTR;
+        return mask_end(old, -1);
+    }
+    return mask_end(old, poll_parked(fds, n, deadline));
+}
+
+int __ppoll_chk(struct pollfd *fds, nfds_t n, const struct timespec *tmo, const sigset_t *mask, size_t fdslen);
+ITO_POSIX_API int __ppoll_chk(struct pollfd *fds, nfds_t n, const struct timespec *tmo, const sigset_t *mask,
+                              size_t fdslen)
+{
+    if (fdslen / sizeof *fds < n)
+        __chk_fail();
+    return ppoll(fds, n, tmo, mask);
+}
+
+ITO_POSIX_API int pselect(int n, fd_set *rd, fd_set *wr, fd_set *ex, const struct timespec *tmo,
+                          const sigset_t *mask)
+{
+    uint64_t ns;
+    if (in_ito()) {
+        struct timespec copy, *t = tmo ? (copy = *tmo, &copy) : NULL;
+        struct {
+            const sigset_t *ss;
+            size_t len;
+        } m = { mask, _NSIG / 8 };
+        return (int)syscall(SYS_pselect6, n, rd, wr, ex, t, &m);
+    }
+    if (!parks() || n < 0 || n > FD_SETSIZE || !timeout_ns(tmo, &ns) || (!mask && ns == 0))
+        return ITO__POSIX_LIBC(pselect, "GLIBC_2.2.5")(n, rd, wr, ex, tmo, mask);
+    uint64_t deadline = deadline_in(ns), old;
+    if (!mask)
+        return select_parked_until(n, rd, wr, ex, deadline);
+    if (mask_begin(mask, &old)) {
+        errno = EINTR;
+        return mask_end(old, -1);
+    }
+    return mask_end(old, select_parked_until(n, rd, wr, ex, deadline));
 }

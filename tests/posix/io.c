@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* Blocking I/O on threads: read, write, recv, send, recvfrom, sendto,
- * recvmsg, sendmsg, accept, connect, poll, select and epoll_wait as POSIX
- * and signal(7) describe them — many threads waiting at once (in read; UDP
- * servers in recvfrom and recvmsg), a signal's handler interrupting a wait (EINTR, or a
- * restart under SA_RESTART where the kernel restarts the call, never for
- * poll, select and epoll_wait), a write interrupted after part of its data,
+ * recvmsg, sendmsg, accept, connect, poll, ppoll, select, pselect and
+ * epoll_wait as POSIX and signal(7) describe them — many threads waiting at
+ * once (in read; UDP servers in recvfrom and recvmsg), a signal's handler
+ * interrupting a wait (EINTR, or a restart under SA_RESTART where the
+ * kernel restarts the call, never for the poll and select families), a write interrupted after part of its data,
  * a socket timeout that forbids a restart, a signal for the process ending
  * a read (the alarm() idiom), an ignored signal that ends nothing,
  * cancellation of a read (also while handlers write to a pipe of their
@@ -274,6 +274,38 @@ static void *recvmsg_interrupted(void *arg)
     return NULL;
 }
 
+/* Sends SIGUSR1 to *arg 5 ms from now. */
+static void *kill_soon(void *arg)
+{
+    conform_pause_us(5000);
+    OK(pthread_kill(*(pthread_t *)arg, SIGUSR1));
+    return NULL;
+}
+
+static void *ppoll_interrupted(void *arg)
+{
+    struct pollfd pf = { .fd = p[0], .events = POLLIN };
+    atomic_store(&reached, 1);
+    errno = 0;
+    CHECK_EQ(ppoll(&pf, 1, NULL, NULL), -1);
+    CHECK_EQ(errno, EINTR);
+    atomic_store(&finished, 1);
+    return NULL;
+}
+
+static void *pselect_interrupted(void *arg)
+{
+    fd_set rd;
+    FD_ZERO(&rd);
+    FD_SET(p[0], &rd);
+    atomic_store(&reached, 1);
+    errno = 0;
+    CHECK_EQ(pselect(p[0] + 1, &rd, NULL, NULL, NULL, NULL), -1);
+    CHECK_EQ(errno, EINTR);
+    atomic_store(&finished, 1);
+    return NULL;
+}
+
 static void *select_interrupted(void *arg)
 {
     fd_set rd;
@@ -311,6 +343,8 @@ static void epoll_wait_fails_with_eintr_even_under_sa_restart(void) { interrupt(
 static void recv_fails_with_eintr_without_sa_restart(void) { interrupt(recv_interrupted, 0, 1); }
 static void recvmsg_fails_with_eintr_without_sa_restart(void) { interrupt(recvmsg_interrupted, 0, 1); }
 static void select_fails_with_eintr_even_under_sa_restart(void) { interrupt(select_interrupted, SA_RESTART, 0); }
+static void ppoll_fails_with_eintr_even_under_sa_restart(void) { interrupt(ppoll_interrupted, SA_RESTART, 0); }
+static void pselect_fails_with_eintr_even_under_sa_restart(void) { interrupt(pselect_interrupted, SA_RESTART, 0); }
 
 /* A blocking write of more than the pipe holds, interrupted once part is
  * written: it returns that part, and the reader gets exactly those bytes. */
@@ -652,6 +686,86 @@ static void *select_calls(void *arg)
 
 static void select_timeouts_sets_and_errors(void) { on_thread(select_calls, NULL); }
 
+/* ppoll(2) and pselect(2): poll and select with a timespec timeout, which
+ * they leave as it was (the C library hides the kernel's write-back), and a
+ * signal mask in place only while they wait. */
+static void *ppoll_pselect_calls(void *arg)
+{
+    CHECK_EQ(pipe(p), 0);
+    struct pollfd pf = { .fd = p[0], .events = POLLIN };
+    struct timespec ts = { 0, 3000000 };
+    uint64_t t0 = conform_now(CLOCK_MONOTONIC);
+    CHECK_EQ(ppoll(&pf, 1, &ts, NULL), 0);
+    CHECK(conform_now(CLOCK_MONOTONIC) - t0 >= 3000000ull);
+    CHECK_EQ(ts.tv_nsec, 3000000);
+    /* Finer than a millisecond, many times. */
+    ts = (struct timespec){ 0, 200000 };
+    t0 = conform_now(CLOCK_MONOTONIC);
+    for (int i = 0; i < 20; i++)
+        CHECK_EQ(ppoll(&pf, 1, &ts, NULL), 0);
+    CHECK(conform_now(CLOCK_MONOTONIC) - t0 >= 20 * 200000ull);
+    fd_set rd;
+    FD_ZERO(&rd);
+    FD_SET(p[0], &rd);
+    t0 = conform_now(CLOCK_MONOTONIC);
+    CHECK_EQ(pselect(p[0] + 1, &rd, NULL, NULL, &ts, NULL), 0);
+    CHECK(conform_now(CLOCK_MONOTONIC) - t0 >= 200000ull);
+    CHECK(!FD_ISSET(p[0], &rd));
+    CHECK_EQ(ts.tv_nsec, 200000);
+    /* Ready: at once, whatever the timeout. */
+    CHECK_EQ(write(p[1], "q", 1), 1);
+    CHECK_EQ(ppoll(&pf, 1, NULL, NULL), 1);
+    CHECK(pf.revents & POLLIN);
+    FD_SET(p[0], &rd);
+    CHECK_EQ(pselect(p[0] + 1, &rd, NULL, NULL, NULL, NULL), 1);
+    CHECK(FD_ISSET(p[0], &rd));
+    /* A signal blocked by the call's mask stays pending while it waits; the
+     * handler runs once the caller's own mask is back. */
+    install(SA_RESTART);
+    int before = atomic_load(&handled);
+    char c;
+    CHECK_EQ(read(p[0], &c, 1), 1);
+    sigset_t mask;
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGUSR1);
+    ts = (struct timespec){ 0, 20000000 };
+    pthread_t me = pthread_self();
+    pthread_t k = start(kill_soon, &me);
+    CHECK_EQ(ppoll(&pf, 1, &ts, &mask), 0);   /* not EINTR: SIGUSR1 was blocked */
+    OK(pthread_join(k, NULL));
+    WAIT_UNTIL(atomic_load(&handled) == before + 1, 5000);
+    /* A signal pending, blocked by the caller and accepted by the call's
+     * mask: its handler runs and the call fails with EINTR, without waiting
+     * (the reason ppoll and pselect exist). */
+    sigset_t none, old;
+    sigemptyset(&none);
+    OK(pthread_sigmask(SIG_BLOCK, &mask, &old));
+    for (int k2 = 0; k2 < 2; k2++) {
+        before = atomic_load(&handled);
+        OK(pthread_kill(pthread_self(), SIGUSR1));
+        CHECK_EQ(atomic_load(&handled), before);   /* blocked: pending */
+        errno = 0;
+        FD_ZERO(&rd);
+        FD_SET(p[0], &rd);
+        if (k2 == 0)
+            CHECK_EQ(ppoll(&pf, 1, NULL, &none), -1);
+        else
+            CHECK_EQ(pselect(p[0] + 1, &rd, NULL, NULL, NULL, &none), -1);
+        CHECK_EQ(errno, EINTR);
+        CHECK_EQ(atomic_load(&handled), before + 1);
+    }
+    OK(pthread_sigmask(SIG_SETMASK, &old, NULL));
+    /* Errors: a bad timeout. */
+    ts = (struct timespec){ 0, 1000000000L };
+    FAILS_ERRNO(ppoll(&pf, 1, &ts, NULL), EINVAL);
+    FAILS_ERRNO(pselect(p[0] + 1, &rd, NULL, NULL, &ts, NULL), EINVAL);
+    close(p[0]);
+    close(p[1]);
+    return NULL;
+}
+
+static void ppoll_and_pselect(void) { on_thread(ppoll_pselect_calls, NULL); }
+
 static void *select_waits(void *arg)
 {
     fd_set rd;
@@ -760,6 +874,8 @@ int main(void)
     RUN_CASE(recv_fails_with_eintr_without_sa_restart, 10);
     RUN_CASE(recvmsg_fails_with_eintr_without_sa_restart, 10);
     RUN_CASE(select_fails_with_eintr_even_under_sa_restart, 10);
+    RUN_CASE(ppoll_fails_with_eintr_even_under_sa_restart, 10);
+    RUN_CASE(pselect_fails_with_eintr_even_under_sa_restart, 10);
     RUN_CASE(write_interrupted_returns_what_it_wrote, 10);
     RUN_CASE(timed_socket_never_restarts, 10);
     RUN_CASE(process_signal_interrupts_read, 10);
@@ -770,6 +886,7 @@ int main(void)
     RUN_CASE(epoll_wait_timeouts_and_errors, 10);
     RUN_CASE(epoll_wait_wakes_when_ready, 10);
     RUN_CASE(select_timeouts_sets_and_errors, 10);
+    RUN_CASE(ppoll_and_pselect, 10);
     RUN_CASE(select_wakes_when_ready, 10);
     RUN_CASE(server_threads_accept_receive_and_send, 60);
     puts("io: ok");
