@@ -25,7 +25,9 @@
  * Errors are the kernel's: EINVAL for a set with none of the process's CPUs
  * and (get) for a buffer smaller than the kernel's set or not a multiple of
  * a long, EFAULT for a NULL set, ESRCH for a thread that is gone. On a
- * kernel thread of the C library's own, each call is the C library's.
+ * kernel thread of the C library's own, each call is the C library's; the
+ * ID of another of ito's kernel threads (a gettid() from some other thread)
+ * names no thread: ENOSYS, said once.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -67,17 +69,21 @@ static int within_process(const cpu_set_t *set, size_t size, cpu_set_t *out, boo
     return CPU_COUNT(out);
 }
 
-/* pt's set := s (under the ito thread's lock, or before the thread exists). */
-static void store(struct ito__pthread *pt, const cpu_set_t *s)
+/* s into pt's buffer that is not in use, which it returns (under the ito
+ * thread's lock, or before the thread exists): a vproc that reads the set
+ * in use meanwhile never sees one half written. */
+static const struct ito__cpus *store(struct ito__pthread *pt, const cpu_set_t *s)
 {
+    const struct ito__cpus *now = atomic_load_explicit(&pt->cpus_now, memory_order_relaxed);
+    struct ito__cpus *buf = &pt->cpus[now == &pt->cpus[0]];
     for (int i = 0; i < ITO__CPUS_MAX / 64; i++) {
         uint64_t w = 0;
         for (int b = 0; b < 64; b++)
             if (CPU_ISSET(i * 64 + b, s))
                 w |= (uint64_t)1 << b;
-        atomic_store_explicit(&pt->cpus.w[i], w, memory_order_relaxed);
+        atomic_store_explicit(&buf->w[i], w, memory_order_relaxed);
     }
-    __atomic_store_n(&pt->has_cpus, true, __ATOMIC_RELAXED);
+    return buf;
 }
 
 static int set_cpus(struct ito__pthread *pt, size_t size, const cpu_set_t *set, const char *what)
@@ -94,14 +100,11 @@ static int set_cpus(struct ito__pthread *pt, size_t size, const cpu_set_t *set, 
     struct ito__thread *t = ito__thread_lock_handle(pt->id);
     if (!t)
         return ESRCH;
-    if (all) {
-        __atomic_store_n(&pt->has_cpus, false, __ATOMIC_RELAXED);
-        ito__thread_set_cpus(t, NULL);
-    } else {
-        store(pt, &eff);
-        ito__thread_set_cpus(t, &pt->cpus);
-    }
+    const struct ito__cpus *now = all ? NULL : store(pt, &eff);
+    atomic_store_explicit(&pt->cpus_now, now, memory_order_relaxed);
+    ito__thread_set_cpus(t, now);   /* (publishes the words: release) */
     ito__spin_unlock(&t->lk);
+    ito__affinity_kick(t);
     if (pt == ito__pthread_self())
         ito__affinity_move_self();   /* at once, not at its next switch */
     return 0;
@@ -119,9 +122,10 @@ static int get_cpus(struct ito__pthread *pt, size_t size, cpu_set_t *set)
     struct ito__thread *t = ito__thread_lock_handle(pt->id);
     if (!t)
         return ESRCH;
-    if (__atomic_load_n(&pt->has_cpus, __ATOMIC_RELAXED))
+    const struct ito__cpus *now = atomic_load_explicit(&pt->cpus_now, memory_order_relaxed);
+    if (now)
         for (int c = 0; c < CPU_SETSIZE; c++)
-            if (!ito__cpus_has(&pt->cpus, c))
+            if (!ito__cpus_has(now, c))
                 CPU_CLR(c, &m);
     ito__spin_unlock(&t->lk);
     memset(set, 0, size);
@@ -134,7 +138,7 @@ static int get_cpus(struct ito__pthread *pt, size_t size, cpu_set_t *set)
 
 int ito__posix_affinity_at_create(struct ito__pthread *pt, const pthread_attr_t *attr)
 {
-    __atomic_store_n(&pt->has_cpus, false, __ATOMIC_RELAXED);
+    atomic_store_explicit(&pt->cpus_now, NULL, memory_order_relaxed);
     cpu_set_t set, eff;
     /* An attribute without a set reads as every bit set (glibc); a set of
      * every CPU there can be is no restriction either way, so both mean:
@@ -149,19 +153,21 @@ int ito__posix_affinity_at_create(struct ito__pthread *pt, const pthread_attr_t 
         if (!ito__affinity_supported())
             return ITO__POSIX_UNSUPPORTED("pthread_attr_setaffinity_np", "ito's vprocs are not pinned to "
                                           "CPUs (ITO_PIN=0), so no thread can be held to some");
-        store(pt, &eff);
+        atomic_store_explicit(&pt->cpus_now, store(pt, &eff), memory_order_relaxed);
         return 0;
     }
     struct ito__pthread *self = ito__pthread_self();
-    if (!self || !__atomic_load_n(&self->has_cpus, __ATOMIC_RELAXED))
+    if (!self || !atomic_load_explicit(&self->cpus_now, memory_order_relaxed))
         return 0;
     struct ito__thread *t = ito__thread_lock_handle(self->id);
     if (t) {
-        if (__atomic_load_n(&self->has_cpus, __ATOMIC_RELAXED)) {
+        const struct ito__cpus *mine = atomic_load_explicit(&self->cpus_now, memory_order_relaxed);
+        if (mine) {
+            struct ito__cpus *buf = &pt->cpus[0];
             for (int i = 0; i < ITO__CPUS_MAX / 64; i++)
-                atomic_store_explicit(&pt->cpus.w[i], atomic_load_explicit(&self->cpus.w[i], memory_order_relaxed),
+                atomic_store_explicit(&buf->w[i], atomic_load_explicit(&mine->w[i], memory_order_relaxed),
                                       memory_order_relaxed);
-            __atomic_store_n(&pt->has_cpus, true, __ATOMIC_RELAXED);
+            atomic_store_explicit(&pt->cpus_now, buf, memory_order_relaxed);
         }
         ito__spin_unlock(&t->lk);
     }
@@ -184,23 +190,40 @@ ITO_POSIX_API int pthread_getaffinity_np(pthread_t th, size_t size, cpu_set_t *s
     return get_cpus(ito__pthread_of(th), size, set);
 }
 
-/* The ito thread that a process or thread ID names, or NULL (the kernel's
- * business): the caller for 0 or its kernel thread's ID; the initial
- * thread for the process's ID, once ito has adopted it. */
-static struct ito__pthread *named(pid_t pid)
+/* What a process or thread ID names: the caller for 0 or its kernel
+ * thread's ID, the initial thread for the process's ID (once ito has adopted
+ * it), NULL for a kernel thread ito did not create (the kernel's business).
+ * Another of ito's kernel threads names no thread (what runs on it changes
+ * at every switch: an ID from gettid() goes stale): *refused. */
+static struct ito__pthread *named(pid_t pid, bool *refused)
 {
+    *refused = false;
     if (!__atomic_load_n(&ito__posix_started, __ATOMIC_ACQUIRE))
         return NULL;
-    if (pid == 0 || pid == (pid_t)syscall(SYS_gettid)) {
-        struct ito__pthread *self = ito__pthread_self();
-        return self && ito__thread_self() ? self : NULL;
-    }
-    return pid == getpid() ? ito__pthread_main() : NULL;
+    if (pid == getpid())
+        return ito__pthread_main();
+    struct ito__pthread *self = ito__pthread_self();
+    bool ito_thread = self && ito__thread_self();
+    if (pid == 0 || (ito_thread && pid == (pid_t)syscall(SYS_gettid)))
+        return ito_thread ? self : NULL;
+    *refused = ito__activation_tid_known(pid);
+    return NULL;
+}
+
+static int refuse(const char *what)
+{
+    errno = ITO__POSIX_UNSUPPORTED(what, "the ID names one of ito's kernel threads, which carry ito threads by "
+                                         "turns (an ID from gettid() names no ito thread for long); name the "
+                                         "thread with pthread_setaffinity_np or pthread_getaffinity_np");
+    return -1;
 }
 
 ITO_POSIX_API int sched_setaffinity(pid_t pid, size_t size, const cpu_set_t *set)
 {
-    struct ito__pthread *pt = named(pid);
+    bool refused;
+    struct ito__pthread *pt = named(pid, &refused);
+    if (refused)
+        return refuse("sched_setaffinity");
     if (!pt)
         return ITO__POSIX_LIBC(sched_setaffinity, "GLIBC_2.3.4")(pid, size, set);
     int e = set_cpus(pt, size, set, "sched_setaffinity");
@@ -213,7 +236,10 @@ ITO_POSIX_API int sched_setaffinity(pid_t pid, size_t size, const cpu_set_t *set
 
 ITO_POSIX_API int sched_getaffinity(pid_t pid, size_t size, cpu_set_t *set)
 {
-    struct ito__pthread *pt = named(pid);
+    bool refused;
+    struct ito__pthread *pt = named(pid, &refused);
+    if (refused)
+        return refuse("sched_getaffinity");
     if (!pt)
         return ITO__POSIX_LIBC(sched_getaffinity, "GLIBC_2.3.4")(pid, size, set);
     int e = get_cpus(pt, size, set);

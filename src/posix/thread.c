@@ -479,7 +479,7 @@ ITO_POSIX_API int pthread_create(pthread_t *th, const pthread_attr_t *attr, void
         pool_put(pt);
         return e;
     }
-    x.cpus = pt->has_cpus ? &pt->cpus : NULL;
+    x.cpus = atomic_load_explicit(&pt->cpus_now, memory_order_relaxed);
     pt->cancellable = true;   /* (start registers its frame before any of the thread's code) */
     x.tp = pt->tp;
     *th = (pthread_t)pt->tp;   /* before it can run (POSIX; programs rely on it) */

@@ -87,6 +87,16 @@ void ito__activation_setup_self(struct ito__activation *a, bool pin)
     if (!a->tp)
         a->tp = ito__arch_thread_pointer();   /* (the adopted one has its own: ito__activation_adopt) */
     __atomic_store_n(&a->tid, gettid(), __ATOMIC_RELEASE);   /* others read it (ito__activation_tid) */
+    if (!a->listed) {
+        /* Activations never end: pushed once, never taken off. Release: its
+         * tid is seen by whoever finds it with the acquire load. */
+        a->listed = true;
+        struct ito__activation *head = atomic_load_explicit(&ito__rt.all_acts, memory_order_relaxed);
+        do
+            a->all_next = head;
+        while (!atomic_compare_exchange_weak_explicit(&ito__rt.all_acts, &head, a, memory_order_release,
+                                                      memory_order_relaxed));
+    }
     a->pthread = ito__libc_pthread_self();
     a->critical_word = &ito__tls_critical;
     a->kmask = ito__sigmask_of_kthread();
@@ -100,6 +110,15 @@ void ito__activation_setup_self(struct ito__activation *a, bool pin)
         ito__carrier_adopt(a->vp, a);   /* after the fields the monitor reads */
     }
     ito__hooks.activation_started(a);
+}
+
+bool ito__activation_tid_known(pid_t tid)
+{
+    for (struct ito__activation *a = atomic_load_explicit(&ito__rt.all_acts, memory_order_acquire); a;
+         a = a->all_next)
+        if (ito__activation_tid(a) == tid)
+            return true;
+    return false;
 }
 
 void ito__activation_forget_self(void)

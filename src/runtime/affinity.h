@@ -22,10 +22,15 @@ struct ito__cpus {
 bool ito__cpus_has(const struct ito__cpus *s, int cpu);
 
 /* Restrict t to the CPUs of `cpus` (NULL: any CPU of the process). The set
- * must stay valid while t lives or until the next call; its contents may be
- * rewritten in place. Takes effect when t next becomes ready; the caller
- * moves itself at once with ito__affinity_move_self. */
+ * must stay valid while t lives or until the next call. Takes effect when t
+ * next becomes ready: ito__affinity_kick makes a t that runs where the set
+ * does not allow give way at once; the caller moves itself with
+ * ito__affinity_move_self. */
 void ito__thread_set_cpus(struct ito__thread *t, const struct ito__cpus *cpus);
+/* t (maybe ended and reused since: then at worst a vproc picks once more)
+ * runs on a vproc its set does not allow: that vproc is asked to switch it
+ * out now (ito_policy_preempt). */
+void ito__affinity_kick(struct ito__thread *t);
 /* The calling ito thread, if the CPU of its vproc is not in its set: move to
  * a vproc whose CPU is (a yield that lands there). MAY SWITCH. */
 void ito__affinity_move_self(void);
@@ -44,5 +49,8 @@ struct ito__vproc *ito__affinity_place(struct ito__vproc *vp, struct ito__thread
 void ito__affinity_enqueue(struct ito__vproc *vp, struct ito__thread *t, ito_ready_reason_t why);
 /* The oldest thread held to vp, or NULL (the owner). */
 struct ito__thread *ito__affinity_pop(struct ito__vproc *vp);
+/* The idle vp (the caller's): a thread held to another vproc that may run
+ * on vp's CPU, taken off that vproc's queue; or NULL. */
+struct ito__thread *ito__affinity_steal(struct ito__vproc *vp);
 
 #endif

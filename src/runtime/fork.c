@@ -109,6 +109,7 @@ static void forget_shared(void)
     ito__rt.spares = NULL;
     ito__rt.nspares = 0;
     atomic_store_explicit(&ito__rt.nactivations, 0, memory_order_relaxed);
+    atomic_store_explicit(&ito__rt.all_acts, NULL, memory_order_relaxed);   /* the child's own, from now */
     atomic_store_explicit(&ito__rt.nspinning, 0, memory_order_relaxed);
     atomic_store_explicit(&ito__rt.nsleeping, 0, memory_order_relaxed);
     atomic_store_explicit(&ito__rt.nrevoked, 0, memory_order_relaxed);

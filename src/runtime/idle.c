@@ -257,6 +257,14 @@ static struct ito__thread *find_remote(struct ito__vproc *vp, uint64_t now)
             }
         }
     }
+    /* A thread held to another vproc whose set has this vproc's CPU too. */
+    if ((t = ito__affinity_steal(vp))) {
+        ITO_STAT_INC(vp, steals);
+        if (ito__claim(t)) {
+            ITO_STAT_INC(vp, decisions);
+            return t;
+        }
+    }
     rescue_inboxes(vp, now);
     if (ito__rings_on)
         rescue_rings(vp);

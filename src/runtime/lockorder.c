@@ -32,7 +32,8 @@ static const enum ito__lock_kind ORDER[] = {
     ITO__LOCK_SPARES,
     ITO__LOCK_GLOBAL_QUEUE,
     ITO__LOCK_STEAL,
-    ITO__LOCK_POLICY_QUEUE,  /* innermost: a policy's locks hold none of the others */
+    ITO__LOCK_POLICY_QUEUE,  /* a policy's locks hold none of the others */
+    ITO__LOCK_HELD_QUEUE,    /* innermost: taken alone, around a list operation */
 };
 _Static_assert(sizeof ORDER / sizeof ORDER[0] == ITO__LOCK_KINDS, "every kind of lock has a rank");
 
@@ -48,6 +49,7 @@ static const char *const NAME[ITO__LOCK_KINDS] = {
     [ITO__LOCK_GLOBAL_QUEUE] = "the global queue's lock",
     [ITO__LOCK_STEAL] = "a policy's thief lock",
     [ITO__LOCK_POLICY_QUEUE] = "a policy queue's lock",
+    [ITO__LOCK_HELD_QUEUE] = "a vproc's queue of held threads",
 };
 
 #define HELD_MAX 8

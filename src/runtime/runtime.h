@@ -49,6 +49,7 @@ struct ito__runtime {
     bool activations;                     /* ITO_ACTIVATIONS: blocking calls hand vprocs on */
     int max_activations;                  /* ITO_MAX_ACTIVATIONS */
     _Atomic int nactivations;             /* all activations, carriers included */
+    struct ito__activation *_Atomic all_acts; /* every one that started (activation.c) */
     ito__spinlock spare_lock ITO_ALIGNED_CACHELINE;
     struct ito__activation *spares;       /* spare_lock: parked, without a vproc */
     int nspares;                          /* spare_lock */

@@ -224,7 +224,8 @@ struct ito__thread *ito__pick_local(struct ito__vproc *vp)
         struct ito__thread *t;
         /* Threads held here by their CPU set take every other turn while
          * the policy has threads too (affinity.c). */
-        if (ITO_UNLIKELY(vp->held_head != NULL) && (vp->held_turn = !vp->held_turn)) {
+        if (ITO_UNLIKELY(atomic_load_explicit(&vp->held_len, memory_order_relaxed) != 0) &&
+            (vp->held_turn = !vp->held_turn)) {
             t = ito__affinity_pop(vp);
         } else {
             ito_policy_node_t *n;
@@ -242,6 +243,8 @@ struct ito__thread *ito__pick_local(struct ito__vproc *vp)
             else if (!(t = ito__affinity_pop(vp)))
                 return NULL;
         }
+        if (ITO_UNLIKELY(!t))
+            continue;   /* (taken meanwhile by an idle vproc: ito__affinity_steal) */
         /* Its set changed while it was queued, or this vproc moved to
          * another CPU: on to where it may run. */
         if (ITO_UNLIKELY(ito__thread_cpus(t) != NULL) && ito__affinity_place(vp, t) != vp) {

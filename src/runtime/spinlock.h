@@ -43,6 +43,7 @@ enum ito__lock_kind {
     ITO__LOCK_GLOBAL_QUEUE, /* the global ready queue */
     ITO__LOCK_STEAL,        /* a policy's thief lock (ws: yield-queue thieves) */
     ITO__LOCK_POLICY_QUEUE, /* a policy's ready queue (fifo, prio, affinity) */
+    ITO__LOCK_HELD_QUEUE,   /* a vproc's threads held to it by their CPU set (affinity.c) */
     ITO__LOCK_KINDS
 };
 

@@ -156,6 +156,7 @@ static int make_vprocs(int n, const int *cpu_of)
             return ENOMEM;
         atomic_init(&vp->timers.next, UINT64_MAX);
         ito__spin_init(&vp->timers.lock, ITO__LOCK_TIMERS);
+        ito__spin_init(&vp->held_lk, ITO__LOCK_HELD_QUEUE);
         ito__rt.vprocs[i] = vp;
         ito__rt.pviews[i] = &vp->pv;
     }

@@ -66,6 +66,8 @@ struct ito__activation {
     pid_t tid;                      /* written once by the activation itself at its start;
                                        others read it through ito__activation_tid */
     pthread_t pthread;
+    struct ito__activation *all_next; /* every activation of the process (ito__rt.all_acts) */
+    bool listed;                    /* on that list */
     bool adopted;                   /* the initializing kernel thread */
     void *altstack;                 /* signal stack (stack overflow reports) */
     size_t altstack_size;
@@ -122,10 +124,7 @@ struct ito__vproc {
     int index;
     int cpu;                                /* pinned CPU or -1 */
     ito_policy_vproc_t pv;                  /* the policy's view of this vproc */
-    /* Threads held to this vproc by their CPU set (affinity.c), oldest
-     * first, linked by qnext; held_turn: the next pick is theirs. */
-    struct ito__thread *held_head, *held_tail;
-    bool held_turn;
+    bool held_turn;                         /* the next pick is a held thread's (affinity.c) */
     uint64_t last_tick_ns;                  /* last policy tick */
     uint64_t retry_at;                      /* idle.c: look again then rather than sleep on (0: no) */
     struct ito__handover handover;
@@ -161,6 +160,13 @@ struct ito__vproc {
      * every switch, written at reallocations only: a line of their own. */
     _Atomic uint32_t revoke ITO_ALIGNED_CACHELINE;
     _Atomic int grant_cpu;                  /* the CPU to pin to (-1: unpinned) */
+    /* Threads held to this vproc by their CPU set (affinity.c), oldest
+     * first, linked by qnext: the owner queues and takes them, an idle vproc
+     * on another CPU of a thread's set may take that thread; held_len is
+     * read without the lock (the owner's pick, the monitor). */
+    ito__spinlock held_lk ITO_ALIGNED_CACHELINE;
+    struct ito__thread *held_head, *held_tail;
+    _Atomic uint32_t held_len;
     /* A policy asked the running thread to give way (ito_policy_preempt):
      * set by anyone, cleared by the owner when it picks or switches the
      * thread out (upcall/preempt.c). */
@@ -253,6 +259,9 @@ int ito__vprocs_recreate(struct ito__vproc *const *old, int n);
 
 /* activation.c */
 int ito__activation_adopt(struct ito__vproc *vp);
+/* Whether tid is one of ito's kernel threads (an activation: a carrier or a
+ * spare), not a kernel thread of the program's or the C library's. */
+bool ito__activation_tid_known(pid_t tid);
 /* The child of fork: the calling kernel thread, whose activation was old,
  * gets a new one carrying vp, and t (running) is vp's current thread
  * (runtime/fork.c). Not pinned. */

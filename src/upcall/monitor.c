@@ -125,7 +125,10 @@ static bool cap_warned;
 
 static bool could_use(struct ito__vproc *vp)
 {
+    /* Threads held to vp by their CPU set (runtime/affinity.c) may have
+     * nowhere else to run, even while other vprocs are idle. */
     return atomic_load_explicit(&vp->inbox, memory_order_relaxed) ||
+           atomic_load_explicit(&vp->held_len, memory_order_relaxed) ||
            atomic_load_explicit(&ito__rt.gq_len, memory_order_relaxed) ||
            atomic_load_explicit(&vp->timers.next, memory_order_relaxed) != UINT64_MAX ||
            atomic_load_explicit(&ito__rt.nspinning, memory_order_relaxed) +

@@ -273,6 +273,98 @@ static void held_and_free_threads_together(void)
         OK(pthread_join(t[i], NULL));
 }
 
+/* A thread held to a CPU runs while another held there waits in a call
+ * that blocks its kernel thread: system(), whose child waits for a byte
+ * that only the other thread writes (a deadlock if the other never runs). */
+static int relay[2];
+static void *write_relay(void *arg)
+{
+    CHECK_CPU((int)(intptr_t)arg);
+    CHECK_EQ(write(relay[1], "r", 1), 1);
+    return NULL;
+}
+
+static void *system_while_held(void *arg)
+{
+    int cpu = (int)(intptr_t)arg;
+    cpu_set_t s;
+    one_cpu(&s, cpu);
+    OK(pthread_setaffinity_np(pthread_self(), sizeof s, &s));
+    pthread_t t;
+    OK(pthread_create(&t, NULL, write_relay, arg));   /* held to the same CPU */
+    char cmd[64];
+    snprintf(cmd, sizeof cmd, "head -c 1 /dev/fd/%d >/dev/null", relay[0]);
+    CHECK_EQ(system(cmd), 0);
+    OK(pthread_join(t, NULL));
+    return NULL;
+}
+
+static void held_thread_runs_beside_a_blocked_one(void)
+{
+    for (int i = 0; i < ncpus; i++) {
+        CHECK_EQ(pipe(relay), 0);
+        CHECK_EQ(on_thread(system_while_held, (void *)(intptr_t)cpus[i]), 0);
+        close(relay[0]);
+        close(relay[1]);
+    }
+}
+
+/* A thread held to a CPU spins until a thread it created, held there too,
+ * has run: the kernel shares the CPU between them (and ito, with its time
+ * slices or, without, another vproc on that CPU). */
+static _Atomic int ran;
+static void *mark_ran(void *arg)
+{
+    CHECK_CPU((int)(intptr_t)arg);
+    atomic_store(&ran, 1);
+    return NULL;
+}
+
+static void *spin_for_child(void *arg)
+{
+    int cpu = (int)(intptr_t)arg;
+    cpu_set_t s;
+    one_cpu(&s, cpu);
+    OK(pthread_setaffinity_np(pthread_self(), sizeof s, &s));
+    atomic_store(&ran, 0);
+    pthread_t t;
+    OK(pthread_create(&t, NULL, mark_ran, arg));
+    while (!atomic_load(&ran))
+        CHECK_CPU(cpu);
+    OK(pthread_join(t, NULL));
+    return NULL;
+}
+
+static void held_threads_share_their_cpu(void)
+{
+    for (int i = 0; i < ncpus; i++)
+        CHECK_EQ(on_thread(spin_for_child, (void *)(intptr_t)cpus[i]), 0);
+}
+
+/* The process's ID names the initial thread, also when another thread
+ * asks. */
+static void *set_the_initial_threads(void *arg)
+{
+    cpu_set_t s, got;
+    one_cpu(&s, cpus[0]);
+    CHECK_EQ(sched_setaffinity(getpid(), sizeof s, &s), 0);
+    CHECK_EQ(sched_getaffinity(getpid(), sizeof got, &got), 0);
+    CHECK(CPU_EQUAL(&got, &s));
+    check_set(&process_set);   /* its own is unchanged */
+    return arg;
+}
+
+static void process_id_names_the_initial_thread(void)
+{
+    CHECK_EQ(on_thread(set_the_initial_threads, NULL), 0);
+    cpu_set_t s, got;
+    one_cpu(&s, cpus[0]);
+    OK(pthread_getaffinity_np(pthread_self(), sizeof got, &got));
+    CHECK(CPU_EQUAL(&got, &s));
+    OK(pthread_setaffinity_np(pthread_self(), sizeof process_set, &process_set));
+    check_set(&process_set);
+}
+
 static void errors(void)
 {
     cpu_set_t none, got;
@@ -306,6 +398,9 @@ int main(void)
     RUN_CASE(set_another_threads, 30);
     RUN_CASE(attribute_and_inheritance, 30);
     RUN_CASE(held_and_free_threads_together, 60);
+    RUN_CASE(held_thread_runs_beside_a_blocked_one, 30);
+    RUN_CASE(held_threads_share_their_cpu, 30);
+    RUN_CASE(process_id_names_the_initial_thread, 10);
     RUN_CASE(errors, 10);
     return 0;
 }
