@@ -18,6 +18,10 @@ WORKS = (("pigz", "pigz -p {t} (48 MB of text)", "ms", "ns", 1e6),
          ("zstd", "zstd -T{t} -3 (48 MB of text)", "ms", "ns", 1e6),
          ("redis", "redis-server --io-threads {t}, SET+GET", "ns_per_request", "ns", 1.0))
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# ito's own create + join with the stack a POSIX thread gets by default (the
+# C library's 8 MiB): too big to run inline on the joiner's stack, as the
+# drop-in never does (a thread runs on its own thread pointer).
+SAME_STACK = "posix/api/nullfork/8m"
 
 
 def overhead(op, native):
@@ -51,13 +55,16 @@ class Posix(Experiment):
     programs = ("posixcalls",)
     targets = tuple(Target("posix_%s" % op, "drop-in %s <= 1.10x ito's own API" % text, "<=", 1.10, "x",
                            value=overhead(op, native)) for op, text, native in OPS if native) + (
+        Target("posix_nullfork_8m", "drop-in create + join <= 1.10x ito's own API with the same 8 MiB "
+               "stacks (no inline join)", "<=", 1.10, "x", value=overhead("nullfork", SAME_STACK)),
         Target("posix_programs", "real programs under ito-run no slower than on the C library "
                "(worst ratio)", "<=", 1.0, "x", value=no_slower),)
     notes = ("posixcalls is a plain pthread program (it includes no ito header): \"pthread\" runs it on the "
              "C library's threads restricted to one CPU, \"ito\" runs the same binary with libito-pthread "
              "preloaded on one vproc. The targets compare the drop-in with ito's own API on the same "
              "operation in the same run (nullfork, signalwait, yield on 1 vproc; pipe: kpingpong's ito_read/ito_write "
-             "round trip on 1 vproc). Each ito thread has its "
+             "round trip on 1 vproc); create + join also against ito's API with the 8 MiB stacks POSIX threads "
+             "get, which rules out ito's inline join as the drop-in's own join. Each ito thread has its "
              "own thread pointer, so a switch also writes the %fs base (wrfsbase, src/posix/tcb.c). "
              "Real programs: the same command with and without ito-run, T threads (the CPUs used); "
              "redis-benchmark itself always runs on the C library's threads.")
@@ -71,6 +78,9 @@ class Posix(Experiment):
             cs.append(Config(exp, "posix/ito/%s" % op, "ito", text + " (drop-in)", "posixcalls",
                              ["--impl", "ito-pthread", "--op", op], 1, "ns_per_op", "ns", R(5, 11),
                              pair="posix/pthread/%s" % op))
+        cs.append(Config(exp, SAME_STACK, "ito", "create + join, ito's API, 8 MiB stacks", "nullfork",
+                         ["--impl", "ito", "--cpus", 1, "--n", 200000], 1, "ns_per_op", "ns", R(5, 11),
+                         env={"ITO_STACK_SIZE": "8M"}))
         script = os.path.join(HERE, "programs.sh")
         runner = os.path.join(ctx.build, "ito-run")
         t = max(1, min(ctx.ncpu, 4))

@@ -319,13 +319,18 @@ static bool stream_socket(int fd)
     return getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0 && type == SOCK_STREAM;
 }
 
+/* Receives the kernel never makes wait (an empty error queue, no urgent
+ * byte: EAGAIN or EINVAL at once): the plain call, never the ring's, which
+ * would wait for one. */
+#define NEVER_WAITS (MSG_ERRQUEUE | MSG_OOB)
+
 /* recv or send; like rw, with MSG_DONTWAIT as the try. A send on a stream
  * socket goes on until complete. A recv with MSG_WAITALL (or MSG_PEEK) goes to
  * the ring whole, which implements them. */
 static ssize_t sr_(bool send_, int fd, void *buf, size_t len, int flags)
 {
     struct ito__ring *ring = my_ring();
-    if (!ring || (flags & MSG_DONTWAIT))
+    if (!ring || (flags & (MSG_DONTWAIT | NEVER_WAITS)))
         return ITO_BLOCKING(send_ ? ito__libc_send(fd, buf, len, flags) : ito__libc_recv(fd, buf, len, flags));
 
     size_t done = 0;
@@ -384,13 +389,16 @@ ITO_API ssize_t ito_send(int fd, const void *buf, size_t len, int flags)
 }
 
 /* recvmsg or sendmsg; like sr_. A sendmsg on a stream socket goes on until
- * every byte is sent, its ancillary data with the first part only. The
- * ring's recvmsg writes back msg_namelen, msg_controllen and msg_flags as
- * recvmsg(2) does. */
+ * every byte is sent, its ancillary data with the first part only; so does
+ * a recvmsg with MSG_WAITALL (the ring's own retry stops short where a
+ * control buffer is given), its ancillary data and address from the first
+ * part. The ring's recvmsg writes back msg_namelen, msg_controllen and
+ * msg_flags as recvmsg(2) does. */
 static ssize_t msg_(bool send_, int fd, struct msghdr *msg, int flags)
 {
     struct ito__ring *ring = my_ring();
-    if (!ring || (flags & MSG_DONTWAIT) || (!send_ && (flags & (MSG_PEEK | MSG_WAITALL)) == (MSG_PEEK | MSG_WAITALL)))
+    if (!ring || (flags & (MSG_DONTWAIT | NEVER_WAITS)) || !msg || (msg->msg_iovlen && !msg->msg_iov) ||
+        (!send_ && (flags & (MSG_PEEK | MSG_WAITALL)) == (MSG_PEEK | MSG_WAITALL)))
         return ITO_BLOCKING(send_ ? ito__libc_sendmsg(fd, msg, flags) : ito__libc_recvmsg(fd, msg, flags));
 
     size_t done = 0;
@@ -414,13 +422,16 @@ static ssize_t msg_(bool send_, int fd, struct msghdr *msg, int flags)
     }
 
     uint64_t timeout = sock_timeout(fd, send_ ? SO_SNDTIMEO : SO_RCVTIMEO);
-    if (!send_ && (flags & MSG_WAITALL) && !stream_socket(fd))
+    bool stream = stream_socket(fd);
+    if (!send_ && (flags & MSG_WAITALL) && !stream)
         flags &= ~MSG_WAITALL;   /* records are never merged; io_uring's retries would */
-    size_t total = iov_total(msg->msg_iov, (int)msg->msg_iovlen);
+    bool all = send_ || (flags & MSG_WAITALL);   /* (and stream: see above) */
+    size_t total = 0;   /* (counted once the kernel has taken the iovec: a bad one is its to report) */
     struct msghdr part = *msg;
     struct iovec *rest = NULL;
     for (;;) {
-        if (done) {   /* the rest of a stream send, without the ancillary data sent */
+        struct msghdr *m = msg;
+        if (done) {   /* the rest, without the ancillary data and address of the first part */
             if (!rest && !(rest = malloc(msg->msg_iovlen * sizeof *rest)))
                 return (ssize_t)done;   /* a short transfer, as after a signal */
             int n = (int)msg->msg_iovlen;
@@ -428,20 +439,25 @@ static ssize_t msg_(bool send_, int fd, struct msghdr *msg, int flags)
             part.msg_iovlen = (size_t)n;
             part.msg_control = NULL;
             part.msg_controllen = 0;
+            part.msg_name = NULL;
+            part.msg_namelen = 0;
+            m = &part;
         }
         ring = my_ring();
         struct io_uring_sqe *sqe = op_begin(ring);
         if (send_)
-            io_uring_prep_sendmsg(sqe, fd, &part, (unsigned)flags);
+            io_uring_prep_sendmsg(sqe, fd, m, (unsigned)flags);
         else
-            io_uring_prep_recvmsg(sqe, fd, msg, (unsigned)flags);
+            io_uring_prep_recvmsg(sqe, fd, m, (unsigned)flags);
         int res = op_end(ring, sqe, timeout);
         if (res < 0) {
             free(rest);
             return done ? (ssize_t)done : fail(-res);
         }
         done += (size_t)res;
-        if (!send_ || done == total || res == 0) {
+        if (all && !total)
+            total = iov_total(msg->msg_iov, (int)msg->msg_iovlen);
+        if (!all || done >= total || res == 0) {
             free(rest);
             return (ssize_t)done;
         }

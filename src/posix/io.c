@@ -300,7 +300,7 @@ ITO_POSIX_API ssize_t recvfrom(int fd, void *buf, size_t n, int flags, __SOCKADD
 {
     if (in_ito())
         return syscall(SYS_recvfrom, fd, buf, n, flags, ADDR(addr), len);
-    if (!parks() || (flags & PEEK_ALL) == PEEK_ALL || (ADDR(addr) && !len) || n > MAX_RW_COUNT)
+    if (!parks() || (flags & PEEK_ALL) == PEEK_ALL || (ADDR(addr) && (!len || (int)*len < 0)) || n > MAX_RW_COUNT)
         return ITO__POSIX_LIBC(recvfrom, "GLIBC_2.2.5")(fd, buf, n, flags, addr, len);
     if (ADDR(addr)) {
         PARKING_CALL(RESTARTS, fd, SO_RCVTIMEO, recv_from(fd, buf, n, flags, ADDR(addr), len));
@@ -422,15 +422,21 @@ static uint64_t deadline_in(uint64_t ns)
 
 static int select_parked(int n, fd_set *rd, fd_set *wr, fd_set *ex, struct timeval *tv)
 {
-    uint64_t ns = tv ? (uint64_t)tv->tv_sec * 1000000000u + (uint64_t)tv->tv_usec * 1000u : 0;
-    uint64_t deadline = tv ? deadline_in(ns) : 0;
+    uint64_t ns = !tv ? UINT64_MAX
+                : (uint64_t)tv->tv_sec >= UINT64_MAX / 2000000000u
+                      ? UINT64_MAX
+                      : (uint64_t)tv->tv_sec * 1000000000u + (uint64_t)tv->tv_usec * 1000u;
+    uint64_t deadline = deadline_in(ns);
     int r = select_until(n, rd, wr, ex, deadline);
-    if (r >= 0 && tv) {
-        /* Linux's select leaves the time that was left in the timeout. */
+    int e = errno;
+    if (tv && deadline && (r >= 0 || e == EINTR)) {
+        /* Linux's select leaves the time that was left in the timeout (also
+         * when a signal ended it). */
         uint64_t now = ito_now_ns(), left = deadline > now ? deadline - now : 0;
         tv->tv_sec = (time_t)(left / 1000000000u);
         tv->tv_usec = (suseconds_t)(left % 1000000000u / 1000u);
     }
+    errno = e;
     return r;
 }
 
@@ -479,9 +485,16 @@ static bool mask_begin(const sigset_t *mask, uint64_t *old)
 {
     uint64_t want = ito__posix_sigbits(mask);
     struct ito__pthread *pt = ito__pthread_self();
-    bool pending = pt && (atomic_load(&pt->sig_pending) & ~want & ~ito__sigmask_reserved());
+    /* Pending: sent to the thread (ito's), or to the process (the kernel's:
+     * it delivers them as the mask is written). */
+    uint64_t kernel = 0;
+    syscall(SYS_rt_sigpending, &kernel, sizeof kernel);
+    uint64_t pending = ((pt ? atomic_load(&pt->sig_pending) : 0) | kernel) & ~want & ~ito__sigmask_reserved();
+    bool ends = false;
+    for (; pending && !ends; pending &= pending - 1)
+        ends = !ito__posix_signal_ignored(__builtin_ctzll(pending) + 1);
     ito__posix_sigmask_change(SIG_SETMASK, want, old);
-    return pending;
+    return ends;
 }
 
 static int mask_end(uint64_t old, int r)
@@ -501,9 +514,18 @@ ITO_POSIX_API int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *tmo
         struct timespec copy, *t = tmo ? (copy = *tmo, &copy) : NULL;   /* (the system call writes it) */
         return (int)syscall(SYS_ppoll, fds, n, t, mask, _NSIG / 8);
     }
-    if (!parks() || !timeout_ns(tmo, &ns) || (!mask && ns == 0))
-        return ITO__POSIX_LIBC(ppoll, "GLIBC_2.4")(fds, n, tmo, mask);
-    uint64_t deadline = deadline_in(ns), old;
+    uint64_t old;
+    if (!parks() || !timeout_ns(tmo, &ns) || (!mask && ns == 0)) {
+        if (!mask || !ito__thread_self() || !timeout_ns(tmo, &ns))
+            return ITO__POSIX_LIBC(ppoll, "GLIBC_2.4")(fds, n, tmo, mask);
+        /* The rings are off: the C library's call, under the thread's mask. */
+        if (mask_begin(mask, &old)) {
+            errno = EINTR;
+            return mask_end(old, -1);
+        }
+        return mask_end(old, ITO__POSIX_LIBC(ppoll, "GLIBC_2.4")(fds, n, tmo, NULL));
+    }
+    uint64_t deadline = deadline_in(ns);
     if (!mask)
         return poll_parked(fds, n, deadline);
     if (mask_begin(mask, &old)) {
@@ -534,9 +556,19 @@ ITO_POSIX_API int pselect(int n, fd_set *rd, fd_set *wr, fd_set *ex, const struc
         } m = { mask, _NSIG / 8 };
         return (int)syscall(SYS_pselect6, n, rd, wr, ex, t, &m);
     }
-    if (!parks() || n < 0 || n > FD_SETSIZE || !timeout_ns(tmo, &ns) || (!mask && ns == 0))
-        return ITO__POSIX_LIBC(pselect, "GLIBC_2.2.5")(n, rd, wr, ex, tmo, mask);
-    uint64_t deadline = deadline_in(ns), old;
+    uint64_t old;
+    if (!parks() || n < 0 || n > FD_SETSIZE || !timeout_ns(tmo, &ns) || (!mask && ns == 0)) {
+        if (!mask || !ito__thread_self() || !timeout_ns(tmo, &ns))
+            return ITO__POSIX_LIBC(pselect, "GLIBC_2.2.5")(n, rd, wr, ex, tmo, mask);
+        /* The rings are off (or the sets are beyond what poll is given): the
+         * C library's call, under the thread's mask. */
+        if (mask_begin(mask, &old)) {
+            errno = EINTR;
+            return mask_end(old, -1);
+        }
+        return mask_end(old, ITO__POSIX_LIBC(pselect, "GLIBC_2.2.5")(n, rd, wr, ex, tmo, NULL));
+    }
+    uint64_t deadline = deadline_in(ns);
     if (!mask)
         return select_parked_until(n, rd, wr, ex, deadline);
     if (mask_begin(mask, &old)) {

@@ -117,6 +117,9 @@ struct ito__pthread *ito__pthread_main(void);
 int ito__posix_affinity_at_create(struct ito__pthread *pt, const pthread_attr_t *attr);
 /* The affinity of ito thread th into attr (pthread_getattr_np): 0 or an error. */
 int ito__posix_affinity_attr(pthread_t th, pthread_attr_t *attr);
+/* posix/signal.c: is sig discarded when sent (ignored, or a default action
+ * that ignores it)? */
+bool ito__posix_signal_ignored(int sig);
 
 /* The calling thread holds, or no longer holds, a robust mutex. */
 void ito__pthread_robust_add(void *m);

@@ -82,7 +82,7 @@ static bool interrupts(int sig)
 /* Is sig discarded when sent: ignored (SIG_IGN, or a default action that
  * ignores it)? The kernel discards such a signal at once unless the target
  * blocks it; it never interrupts a wait. */
-static bool ignored(int sig)
+bool ito__posix_signal_ignored(int sig)
 {
     struct sigaction sa;
     if ((sigaction(sig, NULL, &sa) != 0) || (sa.sa_flags & SA_SIGINFO))
@@ -184,7 +184,7 @@ static int send_to(pthread_t th, int sig, const union sigval *value)
         return 0;
     }
     struct ito__thread *t = ito__pthread_thread(pt);
-    if (t && !(ito__sigmask_of(t) & bit) && ignored(sig))
+    if (t && !(ito__sigmask_of(t) & bit) && ito__posix_signal_ignored(sig))
         return 0;   /* discarded, as the kernel would */
     int e = ito__posix_signal_keep(pt, sig, value);
     if (e)

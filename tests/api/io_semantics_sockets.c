@@ -441,6 +441,19 @@ static void messages(struct ctx *c)
     SAMEX(recvmsg(t[1], &m1, MSG_DONTWAIT), ito_recvmsg(s[1], &m2, MSG_DONTWAIT), -1, EAGAIN);
     SAME(recvmsg(-1, &m1, 0), ito_recvmsg(-1, &m2, 0));   /* EBADF */
 
+
+    STEP("recvmsg with MSG_WAITALL and a control buffer gathers pieces sent apart");
+    {
+        char ctl[64];
+        struct later lw = { .op = OP_SEND, .fd = s[0], .buf = (char *)"0123456789", .len = 10, .chunks = 2,
+                            .delay_ns = 10 * MS };
+        later_start(&lw);
+        m2 = msg_of(v2, b2, 4, b2 + 4, 6, ctl, sizeof ctl);
+        EXPECT(ito_recvmsg(s[1], &m2, MSG_WAITALL), 10, 0);
+        later_join(&lw);
+        SOFT(memcmp(b2, "0123456789", 10) == 0);
+    }
+
     STEP("recvmsg waits; sendmsg of 1 MiB to a slow reader is whole");
     struct later l = { .op = OP_SEND, .fd = s[0], .buf = (char *)"later", .len = 5, .delay_ns = 20 * MS };
     later_start(&l);
@@ -501,7 +514,14 @@ static void messages(struct ctx *c)
     EXPECT(ito_recvmsg(u1, &m2, 0), 4, 0);
     later_join(&w);
     SOFT(same_addr(&from, &a2));
-    CHECK(close(u1) == 0 && close(u2) == 0);
+    /* An empty error queue: the kernel answers at once (EAGAIN). */
+    int u3 = socket(AF_INET, SOCK_DGRAM, 0);
+    CHECK(u3 >= 0);
+    m1 = msg_of(v1, b1, 10, b1 + 10, 10, NULL, 0);
+    m2 = msg_of(v2, b2, 10, b2 + 10, 10, NULL, 0);
+    SAMEX(recvmsg(u3, &m1, MSG_ERRQUEUE), ito_recvmsg(u1, &m2, MSG_ERRQUEUE), -1, EAGAIN);
+    SAMEX(recv(u3, b1, 10, MSG_ERRQUEUE), ito_recv(u1, b2, 10, MSG_ERRQUEUE), -1, EAGAIN);
+    CHECK(close(u1) == 0 && close(u2) == 0 && close(u3) == 0);
     free(data);
     free(got);
 }

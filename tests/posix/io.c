@@ -691,6 +691,10 @@ static void select_timeouts_sets_and_errors(void) { on_thread(select_calls, NULL
  * signal mask in place only while they wait. */
 static void *ppoll_pselect_calls(void *arg)
 {
+    sigset_t usr1;
+    sigemptyset(&usr1);
+    sigaddset(&usr1, SIGUSR1);
+    OK(pthread_sigmask(SIG_UNBLOCK, &usr1, NULL));   /* (its creator blocks it) */
     CHECK_EQ(pipe(p), 0);
     struct pollfd pf = { .fd = p[0], .events = POLLIN };
     struct timespec ts = { 0, 3000000 };
@@ -754,6 +758,15 @@ static void *ppoll_pselect_calls(void *arg)
         CHECK_EQ(errno, EINTR);
         CHECK_EQ(atomic_load(&handled), before + 1);
     }
+    /* The same for a signal sent to the process while every thread blocks
+     * it (the creator of this thread blocks SIGUSR1 too). */
+    before = atomic_load(&handled);
+    CHECK_EQ(kill(getpid(), SIGUSR1), 0);
+    CHECK_EQ(atomic_load(&handled), before);
+    errno = 0;
+    CHECK_EQ(ppoll(&pf, 1, NULL, &none), -1);
+    CHECK_EQ(errno, EINTR);
+    CHECK_EQ(atomic_load(&handled), before + 1);
     OK(pthread_sigmask(SIG_SETMASK, &old, NULL));
     /* Errors: a bad timeout. */
     ts = (struct timespec){ 0, 1000000000L };
@@ -764,7 +777,15 @@ static void *ppoll_pselect_calls(void *arg)
     return NULL;
 }
 
-static void ppoll_and_pselect(void) { on_thread(ppoll_pselect_calls, NULL); }
+static void ppoll_and_pselect(void)
+{
+    sigset_t usr1, old;
+    sigemptyset(&usr1);
+    sigaddset(&usr1, SIGUSR1);
+    OK(pthread_sigmask(SIG_BLOCK, &usr1, &old));   /* (inherited by the thread) */
+    on_thread(ppoll_pselect_calls, NULL);
+    OK(pthread_sigmask(SIG_SETMASK, &old, NULL));
+}
 
 static void *select_waits(void *arg)
 {
