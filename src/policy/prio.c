@@ -39,8 +39,8 @@
  * Synchronization. "prio": one spinlock per vproc queue, taken by its owner
  * (enqueue, pick) and by others that place a thread there or take one; at
  * most one queue lock is held at a time. "prio-shared": one lock for the one
- * queue; a joiner takes its not-yet-started child out of it without the
- * lock, by marking it (ito__prioq_claim, [SSH §6.3]). `top` and
+ * queue. A joiner takes its not-yet-started child out under the lock, and
+ * only when the child is the queue's next choice (prio_take). `top` and
  * `promised` are hints written under the lock or by a placement and read
  * relaxed; like the running priority, a stale one only makes one decision
  * less urgent-first.
@@ -312,24 +312,24 @@ static ito_policy_node_t *prio_steal(ito_policy_vproc_t *vp)
     return q ? pop(q) : NULL;
 }
 
+/* A joiner may run its not-yet-started child at once only if the child is
+ * what this vproc's pick would return now: the head of the most urgent
+ * level here, with no more urgent thread on another vproc that pick would
+ * take first. Otherwise the joiner parks and the child waits its turn, as
+ * the policy's order says. */
 static bool prio_take(ito_policy_vproc_t *vp, ito_policy_node_t *n)
 {
     struct prio *p = P(vp);
     struct prio_vp *v = V(vp);
-    bool got;
-    if (p->one_queue) {
-        got = ito__prioq_claim(n);   /* without the lock: pop skips it */
-    } else {
-        if (queued_on(n) != vp->index)
-            return false;
-        struct prio_queue *q = v->queue;
-        ito__spin_lock(&q->lock);
-        /* Still here? A thief may have taken it since the look above. */
-        got = queued_on(n) == vp->index && ito__prioq_state(n) == ITO__PRIOQ_ENQUEUED &&
-              ito__prioq_remove(&q->q, n);
-        publish_top(q);
-        ito__spin_unlock(&q->lock);
-    }
+    struct prio_queue *q = v->queue;
+    if (!p->one_queue && (queued_on(n) != vp->index || (vp->count > 1 && more_urgent(vp, top_of(q)))))
+        return false;
+    ito__spin_lock(&q->lock);
+    /* Still here? A thief may have taken it since the look above. */
+    bool got = (p->one_queue || queued_on(n) == vp->index) && ito__prioq_first(&q->q) == n &&
+               ito__prioq_remove(&q->q, n);
+    publish_top(q);
+    ito__spin_unlock(&q->lock);
     return got;
 }
 

@@ -115,6 +115,25 @@ ito_policy_node_t *ito__prioq_pop(struct ito__prioq *q)
     }
 }
 
+/* The first ENQUEUED node of a, highest level first, or NULL. */
+static ito_policy_node_t *first_in(const struct ito__prioq_array *a)
+{
+    for (int w = ITO__PRIOQ_WORDS - 1; w >= 0; w--)
+        for (uint64_t bits = a->bits[w]; bits; bits &= ~((uint64_t)1 << (63 - __builtin_clzll(bits)))) {
+            int l = w * 64 + 63 - __builtin_clzll(bits);
+            for (ito_policy_node_t *n = a->list[l].head; n; n = n->next)
+                if (ito__prioq_state(n) == ITO__PRIOQ_ENQUEUED)
+                    return n;
+        }
+    return NULL;
+}
+
+ito_policy_node_t *ito__prioq_first(const struct ito__prioq *q)
+{
+    ito_policy_node_t *n = first_in(q->active);
+    return n ? n : first_in(q->expired);
+}
+
 bool ito__prioq_remove(struct ito__prioq *q, ito_policy_node_t *n)
 {
     uintptr_t s = ITO__PRIOQ_ENQUEUED;

@@ -73,6 +73,10 @@ void ito__prioq_push(struct ito__prioq *q, ito_policy_node_t *n, unsigned level,
  * if only the expired one has any — now OUT; NULL if q holds nothing to run. */
 ito_policy_node_t *ito__prioq_pop(struct ito__prioq *q);
 
+/* The node pop would return now (the first ENQUEUED one), left in place;
+ * NULL if none. */
+ito_policy_node_t *ito__prioq_first(const struct ito__prioq *q);
+
 /* Unlink n, which is linked in q; true if it was ENQUEUED (it is now OUT and
  * the caller's), false if it had been claimed. */
 bool ito__prioq_remove(struct ito__prioq *q, ito_policy_node_t *n);

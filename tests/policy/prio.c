@@ -9,7 +9,8 @@
  *     would have ended;
  *   - CPU shares grow with the priority, and the least urgent thread still
  *     runs (no starvation);
- *   - a joiner runs its not-yet-started child at once (take).
+ *   - a joiner runs its not-yet-started child at once (take) only when it
+ *     is the policy's next choice: joins in spawn order keep priority order.
  * Each part runs in a child process, since the number of vprocs is chosen at
  * initialization. */
 #include "common.h"
@@ -53,6 +54,35 @@ static void part_order(void)
     CHECK_EQ(norder, ITO_PRIO_MAX);
     for (int i = 0; i < ITO_PRIO_MAX; i++)
         CHECK_EQ(order[i], ITO_PRIO_MAX - 1 - i);
+}
+
+/* A joiner runs a child that has not started yet at once only if it is the
+ * policy's next choice: main, most urgent, spawns eight threads and joins
+ * them in spawn order; they run most urgent first all the same. */
+static void part_join_keeps_the_order(void)
+{
+    static const int prios[8] = { 3, 7, 1, 5, 0, 6, 2, 4 };
+    OK(ito_set_priority(ito_self(), ITO_PRIO_MAX));
+    norder = 0;
+    ito_thread_t t[8];
+    for (int i = 0; i < 8; i++) {
+        ito_attr_t a;
+        OK(ito_attr_init(&a));
+        OK(ito_attr_set_priority(&a, prios[i]));
+        OK(ito_spawn(&t[i], &a, record, (void *)(intptr_t)prios[i]));
+    }
+    for (int i = 0; i < 8; i++)
+        OK(ito_join(t[i], NULL));
+    CHECK_EQ(norder, 8);
+    for (int i = 0; i < 8; i++)
+        CHECK_EQ(order[i], 7 - i);
+    /* The next choice itself is still taken at once: a lone child runs
+     * inside the join (no switch to the scheduler in between). */
+    ito_thread_t c;
+    norder = 0;
+    OK(ito_spawn(&c, NULL, record, (void *)(intptr_t)42));
+    OK(ito_join(c, NULL));
+    CHECK_EQ(norder, 1);
 }
 
 /* ------------------------------------------- the waker gives way (1 vproc) */
@@ -226,6 +256,7 @@ int main(void)
     const char *p = getenv("ITO_POLICY");
     CHECK(p && (!strcmp(p, "prio") || !strcmp(p, "prio-shared")));
     run("order", part_order, 1, NULL);
+    run("join keeps the order", part_join_keeps_the_order, 1, NULL);
     run("waker gives way", part_waker_gives_way, 1, NULL);
     run("remote gives way", part_remote_gives_way, 2, NULL);
     run("shares", part_shares, 1, "1000");
