@@ -481,6 +481,7 @@ static int select_parked_until(int n, fd_set *rd, fd_set *wr, fd_set *ex, uint64
  * handler run under that mask), and one it blocks waits until the caller's
  * mask is back, before the call returns. One already pending that the mask
  * accepts runs its handler as the mask is set: EINTR without a wait. */
+/* true (errno EINTR): the call ends at once. */
 static bool mask_begin(const sigset_t *mask, uint64_t *old)
 {
     uint64_t want = ito__posix_sigbits(mask);
@@ -494,6 +495,8 @@ static bool mask_begin(const sigset_t *mask, uint64_t *old)
     for (; pending && !ends; pending &= pending - 1)
         ends = !ito__posix_signal_ignored(__builtin_ctzll(pending) + 1);
     ito__posix_sigmask_change(SIG_SETMASK, want, old);
+    if (ends)
+        errno = EINTR;
     return ends;
 }
 
@@ -519,20 +522,14 @@ ITO_POSIX_API int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *tmo
         if (!mask || !ito__thread_self() || !timeout_ns(tmo, &ns))
             return ITO__POSIX_LIBC(ppoll, "GLIBC_2.4")(fds, n, tmo, mask);
         /* The rings are off: the C library's call, under the thread's mask. */
-        if (mask_begin(mask, &old)) {
-            errno = EINTR;
-            return mask_end(old, -1);
-        }
-        return mask_end(old, ITO__POSIX_LIBC(ppoll, "GLIBC_2.4")(fds, n, tmo, NULL));
+        int r = mask_begin(mask, &old) ? -1 : ITO__POSIX_LIBC(ppoll, "GLIBC_2.4")(fds, n, tmo, NULL);
+        return mask_end(old, r);
     }
     uint64_t deadline = deadline_in(ns);
     if (!mask)
         return poll_parked(fds, n, deadline);
-    if (mask_begin(mask, &old)) {
-        errno = EINTR;
-        return mask_end(old, -1);
-    }
-    return mask_end(old, poll_parked(fds, n, deadline));
+    int r = mask_begin(mask, &old) ? -1 : poll_parked(fds, n, deadline);
+    return mask_end(old, r);
 }
 
 int __ppoll_chk(struct pollfd *fds, nfds_t n, const struct timespec *tmo, const sigset_t *mask, size_t fdslen);
@@ -562,18 +559,12 @@ ITO_POSIX_API int pselect(int n, fd_set *rd, fd_set *wr, fd_set *ex, const struc
             return ITO__POSIX_LIBC(pselect, "GLIBC_2.2.5")(n, rd, wr, ex, tmo, mask);
         /* The rings are off (or the sets are beyond what poll is given): the
          * C library's call, under the thread's mask. */
-        if (mask_begin(mask, &old)) {
-            errno = EINTR;
-            return mask_end(old, -1);
-        }
-        return mask_end(old, ITO__POSIX_LIBC(pselect, "GLIBC_2.2.5")(n, rd, wr, ex, tmo, NULL));
+        int r = mask_begin(mask, &old) ? -1 : ITO__POSIX_LIBC(pselect, "GLIBC_2.2.5")(n, rd, wr, ex, tmo, NULL);
+        return mask_end(old, r);
     }
     uint64_t deadline = deadline_in(ns);
     if (!mask)
         return select_parked_until(n, rd, wr, ex, deadline);
-    if (mask_begin(mask, &old)) {
-        errno = EINTR;
-        return mask_end(old, -1);
-    }
-    return mask_end(old, select_parked_until(n, rd, wr, ex, deadline));
+    int r = mask_begin(mask, &old) ? -1 : select_parked_until(n, rd, wr, ex, deadline);
+    return mask_end(old, r);
 }

@@ -175,6 +175,14 @@ void ito__affinity_enqueue(struct ito__vproc *vp, struct ito__thread *t, ito_rea
     }
 }
 
+bool ito__affinity_sent_on(struct ito__vproc *vp, struct ito__thread *t)
+{
+    if (ito__affinity_place(vp, t) == vp)
+        return false;
+    ito__affinity_enqueue(vp, t, ito__thread_state(t) == ITO__TS_NEW ? ITO_READY_SPAWN : ITO_READY_WAKE);
+    return true;
+}
+
 struct ito__thread *ito__affinity_pop(struct ito__vproc *vp)
 {
     if (!atomic_load_explicit(&vp->held_len, memory_order_relaxed))

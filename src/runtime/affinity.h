@@ -47,6 +47,10 @@ struct ito__vproc *ito__affinity_place(struct ito__vproc *vp, struct ito__thread
 /* t (with a set) became ready on vp: into vp's queue of threads held to it,
  * or to its place's inbox; if the set is broken, into vp's policy. */
 void ito__affinity_enqueue(struct ito__vproc *vp, struct ito__thread *t, ito_ready_reason_t why);
+/* t (with a set), just taken from a queue by vp, may not run on vp (its
+ * set changed while it was queued, or vp moved to another CPU): sent on to
+ * its place, and true; false if it may run here. */
+bool ito__affinity_sent_on(struct ito__vproc *vp, struct ito__thread *t);
 /* The oldest thread held to vp, or NULL (the owner). */
 struct ito__thread *ito__affinity_pop(struct ito__vproc *vp);
 /* The idle vp (the caller's): a thread held to another vproc that may run

@@ -247,10 +247,8 @@ static struct ito__thread *find_remote(struct ito__vproc *vp, uint64_t now)
         if (n) {
             t = ito__thread_of_node(n);
             ITO_STAT_INC(vp, steals);
-            if (ITO_UNLIKELY(ito__thread_cpus(t) != NULL) && ito__affinity_place(vp, t) != vp)
-                /* Its CPU set changed since it was queued: on to its place. */
-                ito__affinity_enqueue(vp, t, ito__thread_state(t) == ITO__TS_NEW ? ITO_READY_SPAWN
-                                                                                   : ITO_READY_WAKE);
+            if (ITO_UNLIKELY(ito__thread_cpus(t) != NULL) && ito__affinity_sent_on(vp, t))
+                ;   /* (its CPU set changed since it was queued) */
             else if (ito__claim(t)) {
                 ITO_STAT_INC(vp, decisions);
                 return t;

@@ -245,12 +245,8 @@ struct ito__thread *ito__pick_local(struct ito__vproc *vp)
         }
         if (ITO_UNLIKELY(!t))
             continue;   /* (taken meanwhile by an idle vproc: ito__affinity_steal) */
-        /* Its set changed while it was queued, or this vproc moved to
-         * another CPU: on to where it may run. */
-        if (ITO_UNLIKELY(ito__thread_cpus(t) != NULL) && ito__affinity_place(vp, t) != vp) {
-            ito__affinity_enqueue(vp, t, ito__thread_state(t) == ITO__TS_NEW ? ITO_READY_SPAWN : ITO_READY_WAKE);
+        if (ITO_UNLIKELY(ito__thread_cpus(t) != NULL) && ito__affinity_sent_on(vp, t))
             continue;
-        }
         if (ITO_LIKELY(ito__claim(t))) {
             ITO_STAT_INC(vp, decisions);
             if (ITO_UNLIKELY(!(vp->stats.decisions & (ITO__PERIODIC_PICKS - 1))))

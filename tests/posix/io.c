@@ -1,15 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /* Blocking I/O on threads: read, write, recv, send, recvfrom, sendto,
- * recvmsg, sendmsg, accept, connect, poll, ppoll, select, pselect and
- * epoll_wait as POSIX and signal(7) describe them — many threads waiting at
- * once (in read; UDP servers in recvfrom and recvmsg), a signal's handler
- * interrupting a wait (EINTR, or a restart under SA_RESTART where the
- * kernel restarts the call, never for the poll and select families), a write interrupted after part of its data,
- * a socket timeout that forbids a restart, a signal for the process ending
- * a read (the alarm() idiom), an ignored signal that ends nothing,
- * cancellation of a read (also while handlers write to a pipe of their
- * own), non-blocking descriptors, epoll's and select's timeouts and errors,
- * and a small server whose threads accept, receive and send. Built with
+ * recvmsg, sendmsg, accept and connect as POSIX and signal(7) describe
+ * them — many threads waiting at once (in read; UDP servers in recvfrom and
+ * recvmsg), a signal's handler interrupting a wait (EINTR, or a restart
+ * under SA_RESTART), a write interrupted after part of its data, a socket
+ * timeout that forbids a restart, a signal for the process ending a read
+ * (the alarm() idiom), an ignored signal that ends nothing, cancellation of
+ * a read (also while handlers write to a pipe of their own), non-blocking
+ * descriptors and errors, and a small server whose threads accept, receive
+ * and send. The poll, select and epoll families: io_poll.c. Built with
  * _FORTIFY_SOURCE, as distributions build programs (reads go through
  * __read_chk). On ito (the drop-in), with POSIX_EXPECT_FEW_KERNEL_THREADS set, the
  * waiting threads must also sit on a handful of kernel threads. */
@@ -27,31 +26,7 @@
 #include <time.h>
 
 #include "conform.h"
-
-static atomic_int handled;
-static void on_usr1(int sig) { atomic_fetch_add(&handled, 1); }
-
-static void install(int flags)
-{
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_usr1;
-    sa.sa_flags = flags;
-    sigemptyset(&sa.sa_mask);
-    CHECK_EQ(sigaction(SIGUSR1, &sa, NULL), 0);
-    atomic_store(&handled, 0);
-}
-
-static pthread_t start(void *(*fn)(void *), void *arg)
-{
-    pthread_attr_t a;
-    OK(pthread_attr_init(&a));
-    OK(pthread_attr_setstacksize(&a, 64 * 1024));
-    pthread_t t;
-    OK(pthread_create(&t, &a, fn, arg));
-    OK(pthread_attr_destroy(&a));
-    return t;
-}
+#include "io_waits.h"
 
 /* ------------------------------------------------ many waiting readers */
 
@@ -190,9 +165,6 @@ static void udp_servers_wait_in_recvfrom_and_recvmsg(void)
 
 /* ------------------------------------------------ signals */
 
-static int p[2];
-static atomic_int reached, finished;
-
 static void *read_restarts(void *arg)
 {
     char c = 0;
@@ -221,35 +193,8 @@ static void read_restarts_under_sa_restart(void)
     close(p[1]);
 }
 
-/* A call interrupted by a handler without SA_RESTART (or by any handler,
- * for calls the kernel never restarts): -1 and EINTR. The signal is sent
- * again until the call has ended, in case the first came before it waited. */
-static void *poll_interrupted(void *arg)
-{
-    struct pollfd pf = { .fd = p[0], .events = POLLIN };
-    atomic_store(&reached, 1);
-    errno = 0;
-    CHECK_EQ(poll(&pf, 1, -1), -1);
-    CHECK_EQ(errno, EINTR);
-    atomic_store(&finished, 1);
-    return NULL;
-}
-
-static void *epoll_interrupted(void *arg)
-{
-    int ep = epoll_create1(0);
-    CHECK(ep >= 0);
-    struct epoll_event ev = { .events = EPOLLIN };
-    CHECK_EQ(epoll_ctl(ep, EPOLL_CTL_ADD, p[0], &ev), 0);
-    atomic_store(&reached, 1);
-    errno = 0;
-    CHECK_EQ(epoll_wait(ep, &ev, 1, -1), -1);
-    CHECK_EQ(errno, EINTR);
-    close(ep);
-    atomic_store(&finished, 1);
-    return NULL;
-}
-
+/* A call interrupted by a handler without SA_RESTART: -1 and EINTR
+ * (io_waits.h's interrupt). */
 static void *recv_interrupted(void *arg)
 {
     char c;
@@ -274,77 +219,8 @@ static void *recvmsg_interrupted(void *arg)
     return NULL;
 }
 
-/* Sends SIGUSR1 to *arg 5 ms from now. */
-static void *kill_soon(void *arg)
-{
-    conform_pause_us(5000);
-    OK(pthread_kill(*(pthread_t *)arg, SIGUSR1));
-    return NULL;
-}
-
-static void *ppoll_interrupted(void *arg)
-{
-    struct pollfd pf = { .fd = p[0], .events = POLLIN };
-    atomic_store(&reached, 1);
-    errno = 0;
-    CHECK_EQ(ppoll(&pf, 1, NULL, NULL), -1);
-    CHECK_EQ(errno, EINTR);
-    atomic_store(&finished, 1);
-    return NULL;
-}
-
-static void *pselect_interrupted(void *arg)
-{
-    fd_set rd;
-    FD_ZERO(&rd);
-    FD_SET(p[0], &rd);
-    atomic_store(&reached, 1);
-    errno = 0;
-    CHECK_EQ(pselect(p[0] + 1, &rd, NULL, NULL, NULL, NULL), -1);
-    CHECK_EQ(errno, EINTR);
-    atomic_store(&finished, 1);
-    return NULL;
-}
-
-static void *select_interrupted(void *arg)
-{
-    fd_set rd;
-    FD_ZERO(&rd);
-    FD_SET(p[0], &rd);
-    atomic_store(&reached, 1);
-    errno = 0;
-    CHECK_EQ(select(p[0] + 1, &rd, NULL, NULL, NULL), -1);
-    CHECK_EQ(errno, EINTR);
-    atomic_store(&finished, 1);
-    return NULL;
-}
-
-static void interrupt(void *(*fn)(void *), int flags, int socket)
-{
-    install(flags);
-    CHECK_EQ(socket ? socketpair(AF_UNIX, SOCK_STREAM, 0, p) : pipe(p), 0);
-    atomic_store(&reached, 0);
-    atomic_store(&finished, 0);
-    pthread_t t = start(fn, NULL);
-    WAIT_UNTIL(atomic_load(&reached), 5000);
-    conform_pause_us(20000);
-    for (int i = 0; i < 500 && !atomic_load(&finished); i++) {
-        OK(pthread_kill(t, SIGUSR1));
-        conform_pause_us(10000);
-    }
-    OK(pthread_join(t, NULL));
-    CHECK(atomic_load(&handled) >= 1);
-    close(p[0]);
-    close(p[1]);
-}
-
-static void poll_fails_with_eintr_even_under_sa_restart(void) { interrupt(poll_interrupted, SA_RESTART, 0); }
-static void epoll_wait_fails_with_eintr_even_under_sa_restart(void) { interrupt(epoll_interrupted, SA_RESTART, 0); }
 static void recv_fails_with_eintr_without_sa_restart(void) { interrupt(recv_interrupted, 0, 1); }
 static void recvmsg_fails_with_eintr_without_sa_restart(void) { interrupt(recvmsg_interrupted, 0, 1); }
-static void select_fails_with_eintr_even_under_sa_restart(void) { interrupt(select_interrupted, SA_RESTART, 0); }
-static void ppoll_fails_with_eintr_even_under_sa_restart(void) { interrupt(ppoll_interrupted, SA_RESTART, 0); }
-static void pselect_fails_with_eintr_even_under_sa_restart(void) { interrupt(pselect_interrupted, SA_RESTART, 0); }
 
 /* A blocking write of more than the pipe holds, interrupted once part is
  * written: it returns that part, and the reader gets exactly those bytes. */
@@ -581,236 +457,6 @@ static void *nonblocking_calls(void *arg)
 
 static void nonblocking_descriptors_and_errors(void) { on_thread(nonblocking_calls, NULL); }
 
-static void *epoll_calls(void *arg)
-{
-    int ep = epoll_create1(0);
-    CHECK(ep >= 0);
-    struct epoll_event ev = { .events = EPOLLIN, .data.u64 = 77 }, out[4];
-    CHECK_EQ(pipe(p), 0);
-    FAILS_ERRNO(epoll_wait(-1, out, 4, 10), EBADF);
-    FAILS_ERRNO(epoll_wait(ep, out, 0, 10), EINVAL);
-    FAILS_ERRNO(epoll_wait(p[0], out, 4, 10), EINVAL);   /* not an epoll descriptor */
-    CHECK_EQ(epoll_ctl(ep, EPOLL_CTL_ADD, p[0], &ev), 0);
-    /* A timeout with nothing ready: 0, after at least the timeout. */
-    uint64_t t0 = conform_now(CLOCK_MONOTONIC);
-    CHECK_EQ(epoll_wait(ep, out, 4, 50), 0);
-    CHECK(conform_now(CLOCK_MONOTONIC) - t0 >= 49000000ull);
-    CHECK_EQ(epoll_wait(ep, out, 4, 0), 0);
-    /* Ready: the event, with its data. */
-    CHECK_EQ(write(p[1], "e", 1), 1);
-    CHECK_EQ(epoll_wait(ep, out, 4, -1), 1);
-    CHECK_EQ(out[0].data.u64, 77);
-    CHECK(out[0].events & EPOLLIN);
-    close(ep);
-    close(p[0]);
-    close(p[1]);
-    return NULL;
-}
-
-static void epoll_wait_timeouts_and_errors(void) { on_thread(epoll_calls, NULL); }
-
-static int ep_shared;
-static void *epoll_waits(void *arg)
-{
-    struct epoll_event out;
-    atomic_store(&reached, 1);
-    CHECK_EQ(epoll_wait(ep_shared, &out, 1, -1), 1);
-    CHECK_EQ(out.data.u64, 5);
-    return NULL;
-}
-
-static void epoll_wait_wakes_when_ready(void)
-{
-    CHECK_EQ(pipe(p), 0);
-    ep_shared = epoll_create1(0);
-    CHECK(ep_shared >= 0);
-    struct epoll_event ev = { .events = EPOLLIN, .data.u64 = 5 };
-    CHECK_EQ(epoll_ctl(ep_shared, EPOLL_CTL_ADD, p[0], &ev), 0);
-    atomic_store(&reached, 0);
-    pthread_t t = start(epoll_waits, NULL);
-    WAIT_UNTIL(atomic_load(&reached), 5000);
-    conform_pause_us(20000);
-    CHECK_EQ(write(p[1], "w", 1), 1);
-    OK(pthread_join(t, NULL));
-    close(ep_shared);
-    close(p[0]);
-    close(p[1]);
-}
-
-static void *select_calls(void *arg)
-{
-    CHECK_EQ(pipe(p), 0);
-    fd_set rd, wr;
-    /* Nothing to read: 0 after the timeout, the set emptied, and (Linux)
-     * the time left written back. */
-    FD_ZERO(&rd);
-    FD_SET(p[0], &rd);
-    struct timeval tv = { 0, 50000 };
-    uint64_t t0 = conform_now(CLOCK_MONOTONIC);
-    CHECK_EQ(select(p[0] + 1, &rd, NULL, NULL, &tv), 0);
-    CHECK(conform_now(CLOCK_MONOTONIC) - t0 >= 49000000ull);
-    CHECK(!FD_ISSET(p[0], &rd));
-    CHECK_EQ(tv.tv_sec, 0);
-    CHECK(tv.tv_usec < 50000);
-    /* The write end is writable, the read end not readable: one. */
-    FD_ZERO(&rd);
-    FD_ZERO(&wr);
-    FD_SET(p[0], &rd);
-    FD_SET(p[1], &wr);
-    tv = (struct timeval){ 1, 0 };
-    CHECK_EQ(select(p[1] + 1, &rd, &wr, NULL, &tv), 1);
-    CHECK(!FD_ISSET(p[0], &rd));
-    CHECK(FD_ISSET(p[1], &wr));
-    /* Readable once written; a hang-up is readable too. */
-    CHECK_EQ(write(p[1], "s", 1), 1);
-    FD_ZERO(&rd);
-    FD_SET(p[0], &rd);
-    CHECK_EQ(select(p[0] + 1, &rd, NULL, NULL, NULL), 1);
-    CHECK(FD_ISSET(p[0], &rd));
-    char c;
-    CHECK_EQ(read(p[0], &c, 1), 1);
-    close(p[1]);
-    FD_ZERO(&rd);
-    FD_SET(p[0], &rd);
-    CHECK_EQ(select(p[0] + 1, &rd, NULL, NULL, NULL), 1);
-    CHECK(FD_ISSET(p[0], &rd));
-    /* A descriptor that is not open: EBADF; a negative count: EINVAL. */
-    int closed = p[0];
-    close(p[0]);
-    FD_ZERO(&rd);
-    FD_SET(closed, &rd);
-    FAILS_ERRNO(select(closed + 1, &rd, NULL, NULL, NULL), EBADF);
-    FAILS_ERRNO(select(-1, NULL, NULL, NULL, NULL), EINVAL);
-    return NULL;
-}
-
-static void select_timeouts_sets_and_errors(void) { on_thread(select_calls, NULL); }
-
-/* ppoll(2) and pselect(2): poll and select with a timespec timeout, which
- * they leave as it was (the C library hides the kernel's write-back), and a
- * signal mask in place only while they wait. */
-static void *ppoll_pselect_calls(void *arg)
-{
-    sigset_t usr1;
-    sigemptyset(&usr1);
-    sigaddset(&usr1, SIGUSR1);
-    OK(pthread_sigmask(SIG_UNBLOCK, &usr1, NULL));   /* (its creator blocks it) */
-    CHECK_EQ(pipe(p), 0);
-    struct pollfd pf = { .fd = p[0], .events = POLLIN };
-    struct timespec ts = { 0, 3000000 };
-    uint64_t t0 = conform_now(CLOCK_MONOTONIC);
-    CHECK_EQ(ppoll(&pf, 1, &ts, NULL), 0);
-    CHECK(conform_now(CLOCK_MONOTONIC) - t0 >= 3000000ull);
-    CHECK_EQ(ts.tv_nsec, 3000000);
-    /* Finer than a millisecond, many times. */
-    ts = (struct timespec){ 0, 200000 };
-    t0 = conform_now(CLOCK_MONOTONIC);
-    for (int i = 0; i < 20; i++)
-        CHECK_EQ(ppoll(&pf, 1, &ts, NULL), 0);
-    CHECK(conform_now(CLOCK_MONOTONIC) - t0 >= 20 * 200000ull);
-    fd_set rd;
-    FD_ZERO(&rd);
-    FD_SET(p[0], &rd);
-    t0 = conform_now(CLOCK_MONOTONIC);
-    CHECK_EQ(pselect(p[0] + 1, &rd, NULL, NULL, &ts, NULL), 0);
-    CHECK(conform_now(CLOCK_MONOTONIC) - t0 >= 200000ull);
-    CHECK(!FD_ISSET(p[0], &rd));
-    CHECK_EQ(ts.tv_nsec, 200000);
-    /* Ready: at once, whatever the timeout. */
-    CHECK_EQ(write(p[1], "q", 1), 1);
-    CHECK_EQ(ppoll(&pf, 1, NULL, NULL), 1);
-    CHECK(pf.revents & POLLIN);
-    FD_SET(p[0], &rd);
-    CHECK_EQ(pselect(p[0] + 1, &rd, NULL, NULL, NULL, NULL), 1);
-    CHECK(FD_ISSET(p[0], &rd));
-    /* A signal blocked by the call's mask stays pending while it waits; the
-     * handler runs once the caller's own mask is back. */
-    install(SA_RESTART);
-    int before = atomic_load(&handled);
-    char c;
-    CHECK_EQ(read(p[0], &c, 1), 1);
-    sigset_t mask;
-    sigemptyset(&mask);
-    sigaddset(&mask, SIGUSR1);
-    ts = (struct timespec){ 0, 20000000 };
-    pthread_t me = pthread_self();
-    pthread_t k = start(kill_soon, &me);
-    CHECK_EQ(ppoll(&pf, 1, &ts, &mask), 0);   /* not EINTR: SIGUSR1 was blocked */
-    OK(pthread_join(k, NULL));
-    WAIT_UNTIL(atomic_load(&handled) == before + 1, 5000);
-    /* A signal pending, blocked by the caller and accepted by the call's
-     * mask: its handler runs and the call fails with EINTR, without waiting
-     * (the reason ppoll and pselect exist). */
-    sigset_t none, old;
-    sigemptyset(&none);
-    OK(pthread_sigmask(SIG_BLOCK, &mask, &old));
-    for (int k2 = 0; k2 < 2; k2++) {
-        before = atomic_load(&handled);
-        OK(pthread_kill(pthread_self(), SIGUSR1));
-        CHECK_EQ(atomic_load(&handled), before);   /* blocked: pending */
-        errno = 0;
-        FD_ZERO(&rd);
-        FD_SET(p[0], &rd);
-        if (k2 == 0)
-            CHECK_EQ(ppoll(&pf, 1, NULL, &none), -1);
-        else
-            CHECK_EQ(pselect(p[0] + 1, &rd, NULL, NULL, NULL, &none), -1);
-        CHECK_EQ(errno, EINTR);
-        CHECK_EQ(atomic_load(&handled), before + 1);
-    }
-    /* The same for a signal sent to the process while every thread blocks
-     * it (the creator of this thread blocks SIGUSR1 too). */
-    before = atomic_load(&handled);
-    CHECK_EQ(kill(getpid(), SIGUSR1), 0);
-    CHECK_EQ(atomic_load(&handled), before);
-    errno = 0;
-    CHECK_EQ(ppoll(&pf, 1, NULL, &none), -1);
-    CHECK_EQ(errno, EINTR);
-    CHECK_EQ(atomic_load(&handled), before + 1);
-    OK(pthread_sigmask(SIG_SETMASK, &old, NULL));
-    /* Errors: a bad timeout. */
-    ts = (struct timespec){ 0, 1000000000L };
-    FAILS_ERRNO(ppoll(&pf, 1, &ts, NULL), EINVAL);
-    FAILS_ERRNO(pselect(p[0] + 1, &rd, NULL, NULL, &ts, NULL), EINVAL);
-    close(p[0]);
-    close(p[1]);
-    return NULL;
-}
-
-static void ppoll_and_pselect(void)
-{
-    sigset_t usr1, old;
-    sigemptyset(&usr1);
-    sigaddset(&usr1, SIGUSR1);
-    OK(pthread_sigmask(SIG_BLOCK, &usr1, &old));   /* (inherited by the thread) */
-    on_thread(ppoll_pselect_calls, NULL);
-    OK(pthread_sigmask(SIG_SETMASK, &old, NULL));
-}
-
-static void *select_waits(void *arg)
-{
-    fd_set rd;
-    FD_ZERO(&rd);
-    FD_SET(p[0], &rd);
-    atomic_store(&reached, 1);
-    CHECK_EQ(select(p[0] + 1, &rd, NULL, NULL, NULL), 1);
-    CHECK(FD_ISSET(p[0], &rd));
-    return NULL;
-}
-
-static void select_wakes_when_ready(void)
-{
-    CHECK_EQ(pipe(p), 0);
-    atomic_store(&reached, 0);
-    pthread_t t = start(select_waits, NULL);
-    WAIT_UNTIL(atomic_load(&reached), 5000);
-    conform_pause_us(20000);
-    CHECK_EQ(write(p[1], "w", 1), 1);
-    OK(pthread_join(t, NULL));
-    close(p[0]);
-    close(p[1]);
-}
-
 /* ------------------------------------------------ a small server */
 
 #define CLIENTS 200
@@ -890,13 +536,8 @@ int main(void)
     RUN_CASE(thousands_wait_in_read, 60);
     RUN_CASE(udp_servers_wait_in_recvfrom_and_recvmsg, 60);
     RUN_CASE(read_restarts_under_sa_restart, 10);
-    RUN_CASE(poll_fails_with_eintr_even_under_sa_restart, 10);
-    RUN_CASE(epoll_wait_fails_with_eintr_even_under_sa_restart, 10);
     RUN_CASE(recv_fails_with_eintr_without_sa_restart, 10);
     RUN_CASE(recvmsg_fails_with_eintr_without_sa_restart, 10);
-    RUN_CASE(select_fails_with_eintr_even_under_sa_restart, 10);
-    RUN_CASE(ppoll_fails_with_eintr_even_under_sa_restart, 10);
-    RUN_CASE(pselect_fails_with_eintr_even_under_sa_restart, 10);
     RUN_CASE(write_interrupted_returns_what_it_wrote, 10);
     RUN_CASE(timed_socket_never_restarts, 10);
     RUN_CASE(process_signal_interrupts_read, 10);
@@ -904,11 +545,6 @@ int main(void)
     RUN_CASE(read_is_a_cancellation_point, 10);
     RUN_CASE(read_stays_cancellable_under_handlers, 10);
     RUN_CASE(nonblocking_descriptors_and_errors, 10);
-    RUN_CASE(epoll_wait_timeouts_and_errors, 10);
-    RUN_CASE(epoll_wait_wakes_when_ready, 10);
-    RUN_CASE(select_timeouts_sets_and_errors, 10);
-    RUN_CASE(ppoll_and_pselect, 10);
-    RUN_CASE(select_wakes_when_ready, 10);
     RUN_CASE(server_threads_accept_receive_and_send, 60);
     puts("io: ok");
     return 0;
