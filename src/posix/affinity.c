@@ -69,13 +69,12 @@ static int within_process(const cpu_set_t *set, size_t size, cpu_set_t *out, boo
     return CPU_COUNT(out);
 }
 
-/* s into pt's buffer that is not in use, which it returns (under the ito
+/* s into pt's buffer that is not `in_use`, which it returns (under the ito
  * thread's lock, or before the thread exists): a vproc that reads the set
  * in use meanwhile never sees one half written. */
-static const struct ito__cpus *store(struct ito__pthread *pt, const cpu_set_t *s)
+static const struct ito__cpus *store(struct ito__pthread *pt, const struct ito__cpus *in_use, const cpu_set_t *s)
 {
-    const struct ito__cpus *now = atomic_load_explicit(&pt->cpus_now, memory_order_relaxed);
-    struct ito__cpus *buf = &pt->cpus[now == &pt->cpus[0]];
+    struct ito__cpus *buf = &pt->cpus[in_use == &pt->cpus[0]];
     for (int i = 0; i < ITO__CPUS_MAX / 64; i++) {
         uint64_t w = 0;
         for (int b = 0; b < 64; b++)
@@ -100,9 +99,7 @@ static int set_cpus(struct ito__pthread *pt, size_t size, const cpu_set_t *set, 
     struct ito__thread *t = ito__thread_lock_handle(pt->id);
     if (!t)
         return ESRCH;
-    const struct ito__cpus *now = all ? NULL : store(pt, &eff);
-    atomic_store_explicit(&pt->cpus_now, now, memory_order_relaxed);
-    ito__thread_set_cpus(t, now);   /* (publishes the words: release) */
+    ito__thread_set_cpus(t, all ? NULL : store(pt, ito__thread_cpus(t), &eff));   /* (release: the words) */
     ito__spin_unlock(&t->lk);
     ito__affinity_kick(t);
     if (pt == ito__pthread_self())
@@ -122,7 +119,7 @@ static int get_cpus(struct ito__pthread *pt, size_t size, cpu_set_t *set)
     struct ito__thread *t = ito__thread_lock_handle(pt->id);
     if (!t)
         return ESRCH;
-    const struct ito__cpus *now = atomic_load_explicit(&pt->cpus_now, memory_order_relaxed);
+    const struct ito__cpus *now = ito__thread_cpus(t);
     if (now)
         for (int c = 0; c < CPU_SETSIZE; c++)
             if (!ito__cpus_has(now, c))
@@ -136,9 +133,10 @@ static int get_cpus(struct ito__pthread *pt, size_t size, cpu_set_t *set)
     return 0;
 }
 
-int ito__posix_affinity_at_create(struct ito__pthread *pt, const pthread_attr_t *attr)
+int ito__posix_affinity_at_create(struct ito__pthread *pt, const pthread_attr_t *attr,
+                                  const struct ito__cpus **cpus)
 {
-    atomic_store_explicit(&pt->cpus_now, NULL, memory_order_relaxed);
+    *cpus = NULL;
     cpu_set_t set, eff;
     /* An attribute without a set reads as every bit set (glibc); a set of
      * every CPU there can be is no restriction either way, so both mean:
@@ -153,21 +151,22 @@ int ito__posix_affinity_at_create(struct ito__pthread *pt, const pthread_attr_t 
         if (!ito__affinity_supported())
             return ITO__POSIX_UNSUPPORTED("pthread_attr_setaffinity_np", "ito's vprocs are not pinned to "
                                           "CPUs (ITO_PIN=0), so no thread can be held to some");
-        atomic_store_explicit(&pt->cpus_now, store(pt, &eff), memory_order_relaxed);
+        *cpus = store(pt, NULL, &eff);
         return 0;
     }
     struct ito__pthread *self = ito__pthread_self();
-    if (!self || !atomic_load_explicit(&self->cpus_now, memory_order_relaxed))
-        return 0;
+    struct ito__thread *me = ito__thread_self();
+    if (!self || !me || !ito__thread_cpus(me))
+        return 0;   /* (the common case: no lock taken) */
     struct ito__thread *t = ito__thread_lock_handle(self->id);
     if (t) {
-        const struct ito__cpus *mine = atomic_load_explicit(&self->cpus_now, memory_order_relaxed);
+        const struct ito__cpus *mine = ito__thread_cpus(t);
         if (mine) {
             struct ito__cpus *buf = &pt->cpus[0];
             for (int i = 0; i < ITO__CPUS_MAX / 64; i++)
                 atomic_store_explicit(&buf->w[i], atomic_load_explicit(&mine->w[i], memory_order_relaxed),
                                       memory_order_relaxed);
-            atomic_store_explicit(&pt->cpus_now, buf, memory_order_relaxed);
+            *cpus = buf;
         }
         ito__spin_unlock(&t->lk);
     }

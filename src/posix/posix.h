@@ -83,10 +83,9 @@ struct ito__pthread {
     size_t stack_size, guard_size;
     bool user_stack;
     int sched_policy, sched_priority;
-    /* Its CPU set (posix/affinity.c): NULL, or the one of the two buffers
-     * the ito thread's cpus points to; a new set is written into the other
-     * and then published (under the ito thread's lock). */
-    const struct ito__cpus *_Atomic cpus_now;
+    /* Its CPU set (posix/affinity.c): the ito thread's cpus points to one
+     * of these, or is NULL; a new set is written into the other and then
+     * given (under the ito thread's lock). */
     struct ito__cpus cpus[2];
     struct ito__pthread *next;      /* the pool */
     struct ito__pthread *all_next;  /* every object ever made (never freed) */
@@ -112,9 +111,10 @@ struct ito__thread *ito__pthread_thread(struct ito__pthread *pt);
 /* The initial thread's object (an ito thread once ito__posix_started). */
 struct ito__pthread *ito__pthread_main(void);
 /* posix/affinity.c: the CPU set a new thread starts with, from its
- * attributes (NULL: none) or else its creator's, into pt: 0 (pt->cpus_now
- * says whether there is one), or an error for pthread_create. */
-int ito__posix_affinity_at_create(struct ito__pthread *pt, const pthread_attr_t *attr);
+ * attributes (NULL: none) or else its creator's, into pt; *cpus: that set
+ * (for ito__spawn), or NULL for none. 0, or an error for pthread_create. */
+int ito__posix_affinity_at_create(struct ito__pthread *pt, const pthread_attr_t *attr,
+                                  const struct ito__cpus **cpus);
 /* The affinity of ito thread th into attr (pthread_getattr_np): 0 or an error. */
 int ito__posix_affinity_attr(pthread_t th, pthread_attr_t *attr);
 /* posix/signal.c: is sig discarded when sent (ignored, or a default action

@@ -475,11 +475,10 @@ ITO_POSIX_API int pthread_create(pthread_t *th, const pthread_attr_t *attr, void
     pt->guard_size = stack_addr ? 0 : guard;
     pt->sched_policy = policy;
     pt->sched_priority = param.sched_priority;
-    if ((e = ito__posix_affinity_at_create(pt, attr))) {
+    if ((e = ito__posix_affinity_at_create(pt, attr, &x.cpus))) {
         pool_put(pt);
         return e;
     }
-    x.cpus = atomic_load_explicit(&pt->cpus_now, memory_order_relaxed);
     pt->cancellable = true;   /* (start registers its frame before any of the thread's code) */
     x.tp = pt->tp;
     *th = (pthread_t)pt->tp;   /* before it can run (POSIX; programs rely on it) */

@@ -329,16 +329,16 @@ static void select_wakes_when_ready(void)
 
 int main(void)
 {
+    RUN_CASE(epoll_wait_timeouts_and_errors, 10);
+    RUN_CASE(epoll_wait_wakes_when_ready, 10);
+    RUN_CASE(select_timeouts_sets_and_errors, 10);
+    RUN_CASE(select_wakes_when_ready, 10);
     RUN_CASE(poll_fails_with_eintr_even_under_sa_restart, 10);
     RUN_CASE(epoll_wait_fails_with_eintr_even_under_sa_restart, 10);
     RUN_CASE(select_fails_with_eintr_even_under_sa_restart, 10);
     RUN_CASE(ppoll_fails_with_eintr_even_under_sa_restart, 10);
     RUN_CASE(pselect_fails_with_eintr_even_under_sa_restart, 10);
-    RUN_CASE(epoll_wait_timeouts_and_errors, 10);
-    RUN_CASE(epoll_wait_wakes_when_ready, 10);
-    RUN_CASE(select_timeouts_sets_and_errors, 10);
     RUN_CASE(ppoll_and_pselect, 10);
-    RUN_CASE(select_wakes_when_ready, 10);
     puts("io_poll: ok");
     return 0;
 }
