@@ -228,23 +228,34 @@ static void deliver(struct ito__pthread *pt)
     if (!(sigs || (c & CANCEL_ASYNC)) || ito__thread_state(t) != ITO__TS_RUNNING)
         return;
     /* Running, with signals to take or asynchronously cancellable (most
-     * often asleep in a C-library call, where it cannot move): poke the
-     * kernel thread that carries it. If it has moved on meanwhile (a
-     * computing thread, preempted between the two reads and this signal),
-     * the handler finds another thread there and does nothing — but a system
-     * call of that thread which the kernel does not restart returns EINTR.
-     * The window is a few instructions. */
+     * often asleep in a C-library call, where it cannot move). */
+    ito__posix_poke(pt);
+}
+
+static pthread_once_t setup = PTHREAD_ONCE_INIT;
+
+bool ito__posix_poke(struct ito__pthread *pt)
+{
+    pthread_once(&setup, setup_once);
+    /* Poke the kernel thread that carries pt. If pt has moved on meanwhile
+     * (a computing thread, preempted between the caller's look and this
+     * signal), the handler finds another thread there and does nothing —
+     * but a system call of that thread which the kernel does not restart
+     * returns EINTR (epoll.c's waits wait again). The window is a few
+     * instructions. */
     struct ito__activation *a =
         __atomic_load_n((struct ito__activation **)(pt->tp + ito__arch_tls_offset_act()), __ATOMIC_ACQUIRE);
     pid_t tid = a ? ito__activation_tid(a) : 0;
     if (tid <= 0)
-        return;
+        return false;
     /* acq_rel: pairs with the handler's release store of false (a poke of
      * pt still on its way: the next deliver sends one if it is needed). */
     if (atomic_exchange_explicit(&pt->poked, true, memory_order_acq_rel))
-        return;
-    if (ito__kthread_signal(tid, SIGCANCEL_NUMBER, (union sigval){ .sival_ptr = pt }) != 0)
-        atomic_store_explicit(&pt->poked, false, memory_order_relaxed);   /* none on its way */
+        return true;
+    if (ito__kthread_signal(tid, SIGCANCEL_NUMBER, (union sigval){ .sival_ptr = pt }) == 0)
+        return true;
+    atomic_store_explicit(&pt->poked, false, memory_order_relaxed);   /* none on its way */
+    return false;
 }
 
 static void *deliverer(void *arg)
@@ -277,7 +288,6 @@ static void *deliverer(void *arg)
 /* Under pending_lock: list pt (not exiting: the caller checked) and deliver. */
 static void list_and_deliver(struct ito__pthread *pt)
 {
-    static pthread_once_t setup = PTHREAD_ONCE_INIT;
     pthread_once(&setup, setup_once);
     if (!pt->listed) {
         pt->next_listed = pending;

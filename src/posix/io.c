@@ -40,7 +40,9 @@
  * epoll_wait, on purpose: an event loop's one thread that waits in the
  * kernel costs less than a round trip through the ring (parked on the
  * epoll descriptor, redis-server under redis-benchmark served a request in
- * 42-43 us against 26-28 us on the C library's threads, 2-CPU machine). Calls made inside the C library itself (stdio's reads and
+ * 42-43 us against 26-28 us on the C library's threads, 2-CPU machine);
+ * posix/epoll.c keeps what ito does meanwhile from ending that wait. Calls
+ * made inside the C library itself (stdio's reads and
  * writes) never come here.
  *
  * A signal handler may call these (read and write are async-signal-safe):
@@ -476,38 +478,6 @@ static int select_parked_until(int n, fd_set *rd, fd_set *wr, fd_set *ex, uint64
     PARKING_CALL(NEVER_RESTARTS, -1, 0, select_until(n, rd, wr, ex, deadline));
 }
 
-/* The signal mask of ppoll and pselect: the thread's while it waits, so that
- * a signal sent to it that the mask accepts ends the wait with EINTR (its
- * handler run under that mask), and one it blocks waits until the caller's
- * mask is back, before the call returns. One already pending that the mask
- * accepts runs its handler as the mask is set: EINTR without a wait. */
-/* true (errno EINTR): the call ends at once. */
-static bool mask_begin(const sigset_t *mask, uint64_t *old)
-{
-    uint64_t want = ito__posix_sigbits(mask);
-    struct ito__pthread *pt = ito__pthread_self();
-    /* Pending: sent to the thread (ito's), or to the process (the kernel's:
-     * it delivers them as the mask is written). */
-    uint64_t kernel = 0;
-    syscall(SYS_rt_sigpending, &kernel, sizeof kernel);
-    uint64_t pending = ((pt ? atomic_load(&pt->sig_pending) : 0) | kernel) & ~want & ~ito__sigmask_reserved();
-    bool ends = false;
-    for (; pending && !ends; pending &= pending - 1)
-        ends = !ito__posix_signal_ignored(__builtin_ctzll(pending) + 1);
-    ito__posix_sigmask_change(SIG_SETMASK, want, old);
-    if (ends)
-        errno = EINTR;
-    return ends;
-}
-
-static int mask_end(uint64_t old, int r)
-{
-    int e = errno;
-    ito__posix_sigmask_change(SIG_SETMASK, old, NULL);   /* raises what it blocked meanwhile */
-    errno = e;
-    return r;
-}
-
 /* ppoll and pselect: poll and select to the ns, with a mask as above. A
  * zero timeout without a mask does not wait: the C library's. */
 ITO_POSIX_API int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *tmo, const sigset_t *mask)
@@ -522,14 +492,14 @@ ITO_POSIX_API int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *tmo
         if (!mask || !ito__thread_self() || !timeout_ns(tmo, &ns))
             return ITO__POSIX_LIBC(ppoll, "GLIBC_2.4")(fds, n, tmo, mask);
         /* The rings are off: the C library's call, under the thread's mask. */
-        int r = mask_begin(mask, &old) ? -1 : ITO__POSIX_LIBC(ppoll, "GLIBC_2.4")(fds, n, tmo, NULL);
-        return mask_end(old, r);
+        int r = ito__posix_mask_begin(mask, &old) ? -1 : ITO__POSIX_LIBC(ppoll, "GLIBC_2.4")(fds, n, tmo, NULL);
+        return ito__posix_mask_end(old, r);
     }
     uint64_t deadline = deadline_in(ns);
     if (!mask)
         return poll_parked(fds, n, deadline);
-    int r = mask_begin(mask, &old) ? -1 : poll_parked(fds, n, deadline);
-    return mask_end(old, r);
+    int r = ito__posix_mask_begin(mask, &old) ? -1 : poll_parked(fds, n, deadline);
+    return ito__posix_mask_end(old, r);
 }
 
 int __ppoll_chk(struct pollfd *fds, nfds_t n, const struct timespec *tmo, const sigset_t *mask, size_t fdslen);
@@ -559,12 +529,12 @@ ITO_POSIX_API int pselect(int n, fd_set *rd, fd_set *wr, fd_set *ex, const struc
             return ITO__POSIX_LIBC(pselect, "GLIBC_2.2.5")(n, rd, wr, ex, tmo, mask);
         /* The rings are off (or the sets are beyond what poll is given): the
          * C library's call, under the thread's mask. */
-        int r = mask_begin(mask, &old) ? -1 : ITO__POSIX_LIBC(pselect, "GLIBC_2.2.5")(n, rd, wr, ex, tmo, NULL);
-        return mask_end(old, r);
+        int r = ito__posix_mask_begin(mask, &old) ? -1 : ITO__POSIX_LIBC(pselect, "GLIBC_2.2.5")(n, rd, wr, ex, tmo, NULL);
+        return ito__posix_mask_end(old, r);
     }
     uint64_t deadline = deadline_in(ns);
     if (!mask)
         return select_parked_until(n, rd, wr, ex, deadline);
-    int r = mask_begin(mask, &old) ? -1 : select_parked_until(n, rd, wr, ex, deadline);
-    return mask_end(old, r);
+    int r = ito__posix_mask_begin(mask, &old) ? -1 : select_parked_until(n, rd, wr, ex, deadline);
+    return ito__posix_mask_end(old, r);
 }

@@ -76,6 +76,10 @@ struct ito__pthread {
     _Atomic uint64_t sig_waiting;   /* what it waits for in sigwait or sigsuspend: taken by
                                        the wait, never raised by a poke */
     _Atomic uint64_t sig_nudged;    /* signals for the process it was woken to take (sigroute.c) */
+    _Atomic unsigned sig_raised;    /* how often it ran handlers of signals sent to it: written
+                                       by the thread itself, in its handlers (signal.c) */
+    _Atomic bool kernel_wait;       /* asleep in the kernel with every signal blocked, for the
+                                       router to poke (posix/epoll.c) */
     void **robust;                  /* the robust mutexes it holds (their addresses) */
     size_t nrobust, robust_cap;
     /* Attributes it was created with, for pthread_getattr_np. */
@@ -175,6 +179,10 @@ int ito__posix_check_sched(int policy, const struct sched_param *p);
  * (cancellation, or a signal in sig_pending) now if it can, and again every
  * millisecond until it has acted on it or exited. */
 void ito__posix_request(struct ito__pthread *pt);
+/* Send the poke signal to the kernel thread that carries pt, running (or
+ * asleep in the kernel): its handler raises the signals sent to pt there,
+ * and acts on an asynchronous cancellation. false if none was sent. */
+bool ito__posix_poke(struct ito__pthread *pt);
 /* Requests can be made: the C library's descriptor is laid out as expected. */
 bool ito__posix_requests_supported(void);
 /* pthread_kill or pthread_sigqueue has been called in this process. */
@@ -234,13 +242,23 @@ extern bool ito__posix_masks_used;
  * for the POSIX face: the router starts, signals it now accepts are routed
  * to it). */
 void ito__posix_sigmask_change(int how, uint64_t set, uint64_t *old);
+/* The signal mask of a call that takes one (ppoll, pselect, epoll_pwait):
+ * the thread's while it waits, so that a signal sent to it that the mask
+ * accepts ends the wait with EINTR (its handler run under that mask), and
+ * one the mask blocks waits until the caller's mask is back, before the
+ * call returns. begin: true (errno EINTR) if the call ends at once, a
+ * signal pending that the mask accepts (its handler runs as the mask is
+ * set); *old is the mask to give end, which returns r with errno kept. */
+bool ito__posix_mask_begin(const sigset_t *mask, uint64_t *old);
+int ito__posix_mask_end(uint64_t old, int r);
 /* ito has adopted the initial thread (pt): the signals pending on its
  * kernel thread are the ito thread's now. */
 void ito__posix_sigmask_adopted(struct ito__pthread *pt);
 /* The signals sent to pt that it would take now: not blocked, or waited for. */
 uint64_t ito__posix_signals_deliverable(struct ito__pthread *pt, struct ito__thread *t);
 /* Signals kept for the process (posix/sigroute.c): start routing them (once
- * masks are used), and tell the router that some thread now accepts `bits`. */
+ * masks are used, or a thread waits in epoll), and tell the router that some
+ * thread now accepts `bits`. */
 void ito__posix_sigroute_start(void);
 void ito__posix_sigroute_accept(uint64_t bits);
 

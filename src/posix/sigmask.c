@@ -17,6 +17,8 @@
  *   - a signal for the process that no running thread accepts waits in the
  *     kernel until a thread that accepts it runs; posix/sigroute.c wakes one
  *     that waits;
+ *   - a call that takes a mask (ppoll, pselect, epoll_pwait) has it as the
+ *     thread's while it waits (ito__posix_mask_begin, _end);
  *   - sigsuspend waits in the kernel with the thread's mask set to the one
  *     asked for, so that a signal sent to the thread meanwhile (a poke to
  *     its kernel thread, posix/cancel.c) ends it, as a signal of the
@@ -183,4 +185,32 @@ ITO_POSIX_API int sigsuspend(const sigset_t *mask)
         errno = e;
         return r;
     }
+}
+
+/* ------------------------------------------- the mask of a call that takes one */
+
+bool ito__posix_mask_begin(const sigset_t *mask, uint64_t *old)
+{
+    uint64_t want = ito__posix_sigbits(mask);
+    struct ito__pthread *pt = ito__pthread_self();
+    /* Pending: sent to the thread (ito's), or to the process (the kernel's:
+     * it delivers them as the mask is written). */
+    uint64_t kernel = 0;
+    syscall(SYS_rt_sigpending, &kernel, sizeof kernel);
+    uint64_t pending = ((pt ? atomic_load(&pt->sig_pending) : 0) | kernel) & ~want & ~ito__sigmask_reserved();
+    bool ends = false;
+    for (; pending && !ends; pending &= pending - 1)
+        ends = !ito__posix_signal_ignored(__builtin_ctzll(pending) + 1);
+    ito__posix_sigmask_change(SIG_SETMASK, want, old);
+    if (ends)
+        errno = EINTR;
+    return ends;
+}
+
+int ito__posix_mask_end(uint64_t old, int r)
+{
+    int e = errno;
+    ito__posix_sigmask_change(SIG_SETMASK, old, NULL);   /* raises what it blocked meanwhile */
+    errno = e;
+    return r;
 }

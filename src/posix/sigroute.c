@@ -20,7 +20,9 @@
  * kernel will deliver it there; if one waits in a wait that can be
  * interrupted (the cancellation points: posix/cancel.c), it ends that wait,
  * marking the thread (sig_nudged) so that the wait reports EINTR as a
- * handler without SA_RESTART would make it. The thread resumes, its kernel
+ * handler without SA_RESTART would make it; if one sleeps in the kernel
+ * with every signal blocked (an epoll wait: posix/epoll.c), it marks it and
+ * pokes its kernel thread, which ends that wait. The thread resumes, its kernel
  * thread takes its mask, and the kernel delivers the signal there, with its
  * own siginfo. The router does not take the signal itself: it only makes a
  * thread run.
@@ -79,19 +81,25 @@ static void consider(struct ito__pthread *pt, void *arg)
     if ((ito__sigmask_of(t) & s->bit) && !(atomic_load_explicit(&pt->sig_waiting, memory_order_relaxed) & s->bit))
         return;   /* blocks it */
     int st = ito__thread_state(t);
+    /* Asleep in the kernel with every signal blocked (epoll.c). Seen: the
+     * signal is kept for the process only if its kernel thread blocked it
+     * when it came, after the flag was set (the kernel's signal lock orders
+     * the two). */
+    bool kernel_wait = atomic_load_explicit(&pt->kernel_wait, memory_order_relaxed);
     if (!s->nudge) {
         s->accepted = true;
-        if (st != ITO__TS_BLOCKED && st != ITO__TS_SUSPENDED)
+        if (st != ITO__TS_BLOCKED && st != ITO__TS_SUSPENDED && !kernel_wait)
             s->coming = true;   /* the kernel delivers it as that thread runs (in sigwait: now) */
         return;
     }
-    if (st != ITO__TS_BLOCKED)
+    if (st != ITO__TS_BLOCKED && !kernel_wait)
         return;
     /* Mark, then interrupt: the wait that ends looks at the mark. A
      * descriptor reused meanwhile: another thread's wait ends, finds nothing
-     * to act on, and waits again. */
+     * to act on, and waits again. A thread asleep in the kernel is poked:
+     * the handler takes the mark and the call returns EINTR. */
     atomic_fetch_or_explicit(&pt->sig_nudged, s->bit, memory_order_relaxed);
-    if (ito__wait_interrupt(t))
+    if (st == ITO__TS_BLOCKED ? ito__wait_interrupt(t) : ito__posix_poke(pt))
         s->nudged = true;
     else
         atomic_fetch_and_explicit(&pt->sig_nudged, ~s->bit, memory_order_relaxed);

@@ -6,7 +6,10 @@
  * with the time left), sets and errors, waits that end when a descriptor
  * becomes ready, and ppoll's and pselect's signal mask, in place only while
  * they wait (a signal it blocks stays pending; a pending one it unblocks,
- * sent to the thread or to the process, ends the call at once). */
+ * sent to the thread or to the process, ends the call at once). An epoll
+ * wait ends with EINTR only for a signal whose handler ran (one sent to the
+ * process too), never for what other threads do meanwhile (on ito: their
+ * I/O, the signals sent to them), and epoll_pwait's mask is its own. */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <poll.h>
@@ -36,16 +39,50 @@ static void *poll_interrupted(void *arg)
     return NULL;
 }
 
-static void *epoll_interrupted(void *arg)
+/* An epoll descriptor watching p[0] for input. */
+static int epoll_on_p0(void)
 {
     int ep = epoll_create1(0);
     CHECK(ep >= 0);
     struct epoll_event ev = { .events = EPOLLIN };
     CHECK_EQ(epoll_ctl(ep, EPOLL_CTL_ADD, p[0], &ev), 0);
+    return ep;
+}
+
+/* (The handler has run before the call returns.) */
+static void *epoll_interrupted(void *arg)
+{
+    int ep = epoll_on_p0();
+    struct epoll_event ev;
     atomic_store(&reached, 1);
     errno = 0;
     CHECK_EQ(epoll_wait(ep, &ev, 1, -1), -1);
     CHECK_EQ(errno, EINTR);
+    CHECK(atomic_load(&handled) >= 1);
+    close(ep);
+    atomic_store(&finished, 1);
+    return NULL;
+}
+
+/* epoll_pwait's mask, in place while it waits: the thread blocks SIGUSR1,
+ * the wait's mask accepts it; the handler has run when EINTR comes, and the
+ * thread's mask is back. */
+static void *epoll_pwait_interrupted(void *arg)
+{
+    sigset_t usr1, none, now;
+    sigemptyset(&usr1);
+    sigaddset(&usr1, SIGUSR1);
+    sigemptyset(&none);
+    OK(pthread_sigmask(SIG_BLOCK, &usr1, NULL));
+    int ep = epoll_on_p0();
+    struct epoll_event ev;
+    atomic_store(&reached, 1);
+    errno = 0;
+    CHECK_EQ(epoll_pwait(ep, &ev, 1, -1, &none), -1);
+    CHECK_EQ(errno, EINTR);
+    CHECK(atomic_load(&handled) >= 1);
+    OK(pthread_sigmask(SIG_SETMASK, NULL, &now));
+    CHECK(sigismember(&now, SIGUSR1));
     close(ep);
     atomic_store(&finished, 1);
     return NULL;
@@ -92,6 +129,102 @@ static void poll_fails_with_eintr_even_under_sa_restart(void) { interrupt(poll_i
 
 static void epoll_wait_fails_with_eintr_even_under_sa_restart(void) { interrupt(epoll_interrupted, SA_RESTART, 0); }
 
+static void epoll_pwait_takes_its_mask(void) { interrupt(epoll_pwait_interrupted, SA_RESTART, 0); }
+
+/* A signal for the process, which only the waiting thread accepts (the
+ * initial thread blocks it): its handler runs, and the wait ends. */
+static void epoll_wait_is_ended_by_a_signal_for_the_process(void)
+{
+    install(SA_RESTART);
+    CHECK_EQ(pipe(p), 0);
+    atomic_store(&reached, 0);
+    atomic_store(&finished, 0);
+    pthread_t t = start(epoll_interrupted, NULL);
+    sigset_t usr1, old;
+    sigemptyset(&usr1);
+    sigaddset(&usr1, SIGUSR1);
+    OK(pthread_sigmask(SIG_BLOCK, &usr1, &old));
+    WAIT_UNTIL(atomic_load(&reached), 5000);
+    conform_pause_us(20000);
+    for (int i = 0; i < 500 && !atomic_load(&finished); i++) {
+        CHECK_EQ(kill(getpid(), SIGUSR1), 0);
+        conform_pause_us(10000);
+    }
+    OK(pthread_join(t, NULL));
+    OK(pthread_sigmask(SIG_SETMASK, &old, NULL));   /* (one sent late is handled here) */
+    close(p[0]);
+    close(p[1]);
+}
+
+/* While a thread waits, others read and write pipes and are sent signals:
+ * its timed waits end with 0 at their timeout, never with EINTR. */
+enum { BUSY_PAIRS = 4 };
+static int busy_pipes[BUSY_PAIRS][2][2];
+static atomic_int busy_stop;
+static pthread_t busy_threads[BUSY_PAIRS][2];
+
+static void *busy_side(void *arg)
+{
+    int pair = (int)(intptr_t)arg / 2, side = (int)(intptr_t)arg % 2;
+    int in = busy_pipes[pair][side][0], out = busy_pipes[pair][!side][1];
+    char c = 'b';
+    if (side == 0)
+        CHECK_EQ(write(out, &c, 1), 1);
+    for (;;) {
+        ssize_t r = read(in, &c, 1);
+        if (r < 0 && errno == EINTR)
+            continue;   /* (no SA_RESTART: a read interrupted by the handler) */
+        if (r != 1 || atomic_load(&busy_stop))
+            break;
+        CHECK_EQ(write(out, &c, 1), 1);
+    }
+    close(out);   /* the other side's read then ends */
+    return NULL;
+}
+
+static void *epoll_timing_out(void *arg)
+{
+    int ep = epoll_on_p0();
+    struct epoll_event ev;
+    for (int i = 0; i < 5; i++) {
+        uint64_t t0 = conform_now(CLOCK_MONOTONIC);
+        errno = 0;
+        CHECK_EQ(epoll_wait(ep, &ev, 1, 100), 0);
+        CHECK(conform_now(CLOCK_MONOTONIC) - t0 >= 99000000ull);
+    }
+    close(ep);
+    return NULL;
+}
+
+static void epoll_wait_ignores_other_threads(void)
+{
+    install(0);
+    CHECK_EQ(pipe(p), 0);
+    atomic_store(&busy_stop, 0);
+    for (int i = 0; i < BUSY_PAIRS; i++) {
+        CHECK_EQ(pipe(busy_pipes[i][0]), 0);
+        CHECK_EQ(pipe(busy_pipes[i][1]), 0);
+        for (int side = 0; side < 2; side++)
+            busy_threads[i][side] = start(busy_side, (void *)(intptr_t)(2 * i + side));
+    }
+    pthread_t t = start(epoll_timing_out, NULL);
+    int e = EBUSY;
+    for (int i = 0; e == EBUSY; i++) {
+        OK(pthread_kill(busy_threads[i % BUSY_PAIRS][i % 2], SIGUSR1));
+        conform_pause_us(1000);
+        e = pthread_tryjoin_np(t, NULL);
+    }
+    OK(e);
+    atomic_store(&busy_stop, 1);
+    for (int i = 0; i < BUSY_PAIRS; i++)
+        for (int side = 0; side < 2; side++) {
+            OK(pthread_join(busy_threads[i][side], NULL));
+            close(busy_pipes[i][side][0]);
+        }
+    close(p[0]);
+    close(p[1]);
+}
+
 static void select_fails_with_eintr_even_under_sa_restart(void) { interrupt(select_interrupted, SA_RESTART, 0); }
 
 static void ppoll_fails_with_eintr_even_under_sa_restart(void) { interrupt(ppoll_interrupted, SA_RESTART, 0); }
@@ -113,6 +246,12 @@ static void *epoll_calls(void *arg)
     CHECK_EQ(epoll_wait(ep, out, 4, 50), 0);
     CHECK(conform_now(CLOCK_MONOTONIC) - t0 >= 49000000ull);
     CHECK_EQ(epoll_wait(ep, out, 4, 0), 0);
+    /* epoll_pwait2: to the nanosecond, and its timeout checked. */
+    struct timespec ts = { 0, 20 * 1000 * 1000 }, bad = { 0, 1000000000L };
+    t0 = conform_now(CLOCK_MONOTONIC);
+    CHECK_EQ(epoll_pwait2(ep, out, 4, &ts, NULL), 0);
+    CHECK(conform_now(CLOCK_MONOTONIC) - t0 >= 20000000ull);
+    FAILS_ERRNO(epoll_pwait2(ep, out, 4, &bad, NULL), EINVAL);
     /* Ready: the event, with its data. */
     CHECK_EQ(write(p[1], "e", 1), 1);
     CHECK_EQ(epoll_wait(ep, out, 4, -1), 1);
@@ -329,12 +468,15 @@ static void select_wakes_when_ready(void)
 
 int main(void)
 {
+    RUN_CASE(poll_fails_with_eintr_even_under_sa_restart, 10);
+    RUN_CASE(epoll_wait_fails_with_eintr_even_under_sa_restart, 10);
+    RUN_CASE(epoll_pwait_takes_its_mask, 10);
+    RUN_CASE(epoll_wait_is_ended_by_a_signal_for_the_process, 10);
+    RUN_CASE(epoll_wait_ignores_other_threads, 20);
     RUN_CASE(epoll_wait_timeouts_and_errors, 10);
     RUN_CASE(epoll_wait_wakes_when_ready, 10);
     RUN_CASE(select_timeouts_sets_and_errors, 10);
     RUN_CASE(select_wakes_when_ready, 10);
-    RUN_CASE(poll_fails_with_eintr_even_under_sa_restart, 10);
-    RUN_CASE(epoll_wait_fails_with_eintr_even_under_sa_restart, 10);
     RUN_CASE(select_fails_with_eintr_even_under_sa_restart, 10);
     RUN_CASE(ppoll_fails_with_eintr_even_under_sa_restart, 10);
     RUN_CASE(pselect_fails_with_eintr_even_under_sa_restart, 10);
