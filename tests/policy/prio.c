@@ -17,6 +17,7 @@
 
 #include <ito/policy.h>
 #include <stdatomic.h>
+#include <time.h>
 
 /* ------------------------------------------------------------ order */
 
@@ -228,7 +229,18 @@ static void part_shares(void)
         OK(ito_attr_set_priority(&a, share_prio[i]));
         OK(ito_spawn(&t[i], &a, busy, (void *)(intptr_t)i));
     }
-    ito_sleep_ns(1500 * 1000000ull);   /* not scaled: an epoch of 1+16+32 slices takes up to 100 ms */
+    /* 1.5 s of the vproc's CPU time, not of the clock: slices are CPU time
+     * (an epoch of 1+16+32 of them takes up to 100 ms), and a loaded machine
+     * gives the process less of it. */
+    struct timespec c0, c, w0, now;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
+    clock_gettime(CLOCK_MONOTONIC, &w0);
+    do {
+        ito_sleep_ns(100 * 1000000ull);
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c);
+        clock_gettime(CLOCK_MONOTONIC, &now);
+    } while ((c.tv_sec - c0.tv_sec) * 1000000000ll + (c.tv_nsec - c0.tv_nsec) < 1500 * 1000000ll &&
+             now.tv_sec - w0.tv_sec < 60);
     atomic_store(&share_stop, 1);
     for (int i = 0; i < NSHARE; i++)
         OK(ito_join(t[i], NULL));
