@@ -165,7 +165,9 @@ static void on_cancel_signal(int sig, siginfo_t *si, void *uc)
          * handler that runs here lacks it, the call it interrupted fails
          * with EINTR, as the signal itself would have made it. */
         bool eintr = false;
-        if (ito__posix_signals_raise(pt, &eintr) && eintr)
+        if (atomic_load_explicit(&pt->kernel_wait, memory_order_relaxed))
+            ;   /* every signal blocked: the wait's end raises them (epoll.c) */
+        else if (ito__posix_signals_raise(pt, &eintr) && eintr)
             ito__arch_uc_syscall_eintr(uc);
     }
     errno = saved;
@@ -234,9 +236,11 @@ static void deliver(struct ito__pthread *pt)
 
 static pthread_once_t setup = PTHREAD_ONCE_INIT;
 
+void ito__posix_poke_setup(void) { pthread_once(&setup, setup_once); }
+
 bool ito__posix_poke(struct ito__pthread *pt)
 {
-    pthread_once(&setup, setup_once);
+    ito__posix_poke_setup();
     /* Poke the kernel thread that carries pt. If pt has moved on meanwhile
      * (a computing thread, preempted between the caller's look and this
      * signal), the handler finds another thread there and does nothing —

@@ -21,25 +21,31 @@
  * A program's event loop would see EINTR that no signal of its own caused,
  * which POSIX threads never show it.
  *
- * So the wait is made with every signal blocked but ito's own (in the same
- * system call, epoll_pwait's mask), and an EINTR counts only if a handler of
- * the program's ran for it; otherwise the wait goes on for the time left.
- * The program's signals reach the thread by the two roads the rest of the
- * POSIX face already has:
- *   - a signal sent to the thread (pthread_kill) pokes its kernel thread;
- *     the poke's handler raises it there, where the wait's mask keeps it
- *     pending until the wait has ended and the kernel puts back the thread's
- *     mask; its handler runs then, before the call returns EINTR. The
- *     raising counts (sig_raised);
- *   - a signal for the process finds the thread's kernel thread blocking
- *     it; if no other thread takes it, the router (posix/sigroute.c) sees
- *     it kept for the process and this thread marked (kernel_wait), marks
- *     it nudged and pokes it: the poke's handler counts it, and the kernel
- *     delivers the signal as the wait ends.
- * What it costs: the mask goes in with the system call (the kernel sets it
- * and puts it back), two stores and a load of the thread's own lines.
- * A thread cancelled in the wait is unwound from the poke's handler, as in
- * the C library's call (the same call, a cancellation point).
+ * So the call blocks every signal a thread may block on its kernel thread
+ * (the runtime's record of that kernel thread's mask kept true), waits, and
+ * after an EINTR waits again for the time left unless a handler of the
+ * program's is due: a signal sent to the thread that it accepts (ito's:
+ * sig_pending), or one the kernel keeps that it accepts (rt_sigpending,
+ * less those ignored). Then, its mask back, the kernel runs the handlers of
+ * those it keeps, the call raises the thread's own, and returns EINTR. The
+ * program's signals end the wait by the two roads the rest of the POSIX
+ * face has:
+ *   - a signal sent to the thread (pthread_kill) pokes its kernel thread; the
+ *     poke's handler raises nothing while the thread is marked (kernel_wait):
+ *     there it would stay pending on a kernel thread that the thread may
+ *     leave (a vproc taken while it slept is given up at the next section);
+ *   - a signal for the process finds this kernel thread blocking it; if no
+ *     other thread takes it, the router (posix/sigroute.c) sees it kept and
+ *     this thread marked, and pokes it.
+ * A thread switched to another kernel thread between blocking and waiting
+ * (a time slice ended there) waited under its own mask: a handler may have
+ * run unseen, so its EINTR is the program's. A thread cancelled in the wait
+ * unwinds through this frame, which puts its mask back first (built with
+ * -fexceptions for that).
+ *
+ * What it costs: two mask writes (system calls) and a few loads and stores
+ * of the thread's own lines per call; once a thread has waited here, every
+ * switch compares masks (runtime/sigmask.h).
  */
 #include <errno.h>
 #include <signal.h>
@@ -55,23 +61,86 @@
 #include "runtime/critical.h"
 #include "runtime/sigmask.h"
 #include "runtime/thread.h"
+#include "runtime/vproc.h"
 
 #define NO_DEADLINE UINT64_MAX
 
-/* Wait once, with every signal but ito's blocked, until the deadline (ns:
- * to the ns, with epoll_pwait2; otherwise in ms, rounded up). */
+/* Wait once, with no mask of its own, until the deadline (ns: to the ns,
+ * with epoll_pwait2; otherwise in ms, rounded up). */
 static int wait_once(int ep, struct epoll_event *ev, int max, uint64_t deadline, bool ns)
 {
-    sigset_t blocked = ito__posix_sigset(~ito__sigmask_reserved());
     if (deadline == NO_DEADLINE)
-        return ITO__POSIX_LIBC(epoll_pwait, "GLIBC_2.6")(ep, ev, max, -1, &blocked);
+        return ITO__POSIX_LIBC(epoll_wait, "GLIBC_2.3.2")(ep, ev, max, -1);
     uint64_t now = ito_now_ns(), left = deadline > now ? deadline - now : 0;
     if (ns) {
         struct timespec ts = { .tv_sec = (time_t)(left / 1000000000u), .tv_nsec = (long)(left % 1000000000u) };
-        return ITO__POSIX_LIBC(epoll_pwait2, "GLIBC_2.35")(ep, ev, max, &ts, &blocked);
+        return ITO__POSIX_LIBC(epoll_pwait2, "GLIBC_2.35")(ep, ev, max, &ts, NULL);
     }
     uint64_t ms = (left + 999999u) / 1000000u;
-    return ITO__POSIX_LIBC(epoll_pwait, "GLIBC_2.6")(ep, ev, max, ms > INT32_MAX ? INT32_MAX : (int)ms, &blocked);
+    return ITO__POSIX_LIBC(epoll_wait, "GLIBC_2.3.2")(ep, ev, max, ms > INT32_MAX ? INT32_MAX : (int)ms);
+}
+
+static uint64_t all_blocked(void) { return ~ito__sigmask_reserved(); }
+
+static void block_all(void)
+{
+    /* From now on switches write each thread's mask: this kernel thread's
+     * differs from its thread's. (Relaxed: a thread that runs here next sees
+     * it in program order; this one, moved, through a run queue's acquire.) */
+    if (!atomic_load_explicit(&ito__sigmasks_used, memory_order_relaxed))
+        atomic_store_explicit(&ito__sigmasks_used, true, memory_order_relaxed);
+    ito__critical_enter();
+    ito__sigmask_block_all(ito__activation_self());
+    ito__critical_exit();
+}
+
+/* Did the last wait run with every signal blocked? A switch puts the
+ * thread's own mask in force wherever it resumes, so the kernel thread the
+ * caller is on now blocks all only if it waited there blocking all. (Asked
+ * of the kernel: a critical section here would give up a kernel thread
+ * that lost its vproc while it slept, and resume elsewhere.) */
+static bool waited_blocked(void)
+{
+    uint64_t now = 0;
+    syscall(SYS_rt_sigprocmask, SIG_BLOCK, NULL, &now, sizeof now);
+    return (now & all_blocked()) == all_blocked();
+}
+
+/* A handler of the program's is due on the thread t: a signal that the
+ * kernel keeps (for this kernel thread or the process) and t accepts, not
+ * ignored. One only ignored is discarded (it stays while blocked). */
+static bool handler_due(struct ito__thread *t)
+{
+    uint64_t kept = 0;
+    syscall(SYS_rt_sigpending, &kept, sizeof kept);
+    kept &= ~ito__sigmask_of(t) & all_blocked();
+    for (uint64_t k = kept; k; k &= k - 1)
+        if (!ito__posix_signal_ignored(__builtin_ctzll(k) + 1))
+            return true;
+    if (kept) {
+        ito__sigmask_change(SIG_BLOCK, 0, NULL);   /* the thread's mask: the kernel drops them */
+        block_all();
+    }
+    return false;
+}
+
+/* A handler of the program's is due on pt: a signal sent to it, or one the
+ * kernel keeps, that it accepts. */
+static bool signal_due(struct ito__pthread *pt, struct ito__thread *t)
+{
+    return ito__posix_signals_deliverable(pt, t) || handler_due(t);
+}
+
+/* At the end of the call, or as cancellation unwinds through it: the
+ * thread's mask in force again (what the kernel keeps that it accepts is
+ * handled now, wherever the thread runs then), no more pokes that raise
+ * nothing, and the signals sent to it raised. */
+static void wait_ends(struct ito__pthread **pt)
+{
+    ito__sigmask_change(SIG_BLOCK, 0, NULL);
+    atomic_store_explicit(&(*pt)->kernel_wait, false, memory_order_relaxed);
+    if (atomic_load_explicit(&(*pt)->sig_pending, memory_order_relaxed) || atomic_load_explicit(&(*pt)->sig_nudged, memory_order_relaxed))
+        ito__posix_signals_raise(*pt, NULL);
 }
 
 /* The wait of an ito thread of the POSIX face (pt), until the deadline. */
@@ -79,24 +148,33 @@ static int wait_watched(struct ito__pthread *pt, int ep, struct epoll_event *ev,
 {
     ito__posix_sigroute_start();   /* (once) the process's signals reach it by the router */
     int e0 = errno;
-    for (;;) {
-        /* Relaxed: the counter is written by this thread's own handlers,
-         * which run on its kernel thread inside the system call. The flag
-         * is read by the router; the kernel's signal lock orders it (sigroute.c). */
-        unsigned seen = atomic_load_explicit(&pt->sig_raised, memory_order_relaxed);
-        atomic_store_explicit(&pt->kernel_wait, true, memory_order_relaxed);
+    /* Marked before the mask is written: a poke that comes after raises
+     * nothing where every signal is blocked. The router reads the flag
+     * after the kernel kept a signal that this kernel thread blocked, which
+     * the mask's system call ordered after the store; C11 does not model
+     * that order, the kernel's entry does. (Relaxed: pokes run on this
+     * kernel thread, the router's reads are that order's.) */
+    atomic_store_explicit(&pt->kernel_wait, true, memory_order_relaxed);
+    block_all();
+    struct ito__pthread *guard __attribute__((cleanup(wait_ends))) = pt;
+    struct ito__thread *t = ito__thread_self();
+    for (bool first = true;; first = false) {
+        if (!first)
+            block_all();   /* (again, if it moved) */
+        if (ito__posix_signals_deliverable(pt, t)) {
+            errno = EINTR;   /* sent before the wait: its poke may have come already */
+            return -1;
+        }
+        bool last = deadline != NO_DEADLINE && ito_now_ns() >= deadline;   /* (a look, no wait) */
         int r = wait_once(ep, ev, max, deadline, ns);
         int e = errno;
-        atomic_store_explicit(&pt->kernel_wait, false, memory_order_relaxed);
-        if (r >= 0 || e != EINTR || atomic_load_explicit(&pt->sig_raised, memory_order_relaxed) != seen) {
-            errno = e;
+        if (r >= 0 || e != EINTR) {
+            errno = r >= 0 ? e0 : e;
             return r;
         }
+        if (!waited_blocked() || signal_due(pt, t) || last)
+            return -1;   /* (errno EINTR; a last look cannot fail with it) */
         /* ito's own EINTR: wait again, for the time left. */
-        if (deadline != NO_DEADLINE && ito_now_ns() >= deadline) {
-            errno = e0;
-            return 0;
-        }
     }
 }
 

@@ -76,10 +76,8 @@ struct ito__pthread {
     _Atomic uint64_t sig_waiting;   /* what it waits for in sigwait or sigsuspend: taken by
                                        the wait, never raised by a poke */
     _Atomic uint64_t sig_nudged;    /* signals for the process it was woken to take (sigroute.c) */
-    _Atomic unsigned sig_raised;    /* how often it ran handlers of signals sent to it: written
-                                       by the thread itself, in its handlers (signal.c) */
-    _Atomic bool kernel_wait;       /* asleep in the kernel with every signal blocked, for the
-                                       router to poke (posix/epoll.c) */
+    _Atomic bool kernel_wait;       /* waits in the kernel with every signal blocked (epoll.c):
+                                       the router pokes it, a poke raises nothing */
     void **robust;                  /* the robust mutexes it holds (their addresses) */
     size_t nrobust, robust_cap;
     /* Attributes it was created with, for pthread_getattr_np. */
@@ -183,6 +181,9 @@ void ito__posix_request(struct ito__pthread *pt);
  * asleep in the kernel): its handler raises the signals sent to pt there,
  * and acts on an asynchronous cancellation. false if none was sent. */
 bool ito__posix_poke(struct ito__pthread *pt);
+/* Install the poke's handler (once; from an ito thread, before a kernel
+ * thread of ito's own may poke). */
+void ito__posix_poke_setup(void);
 /* Requests can be made: the C library's descriptor is laid out as expected. */
 bool ito__posix_requests_supported(void);
 /* pthread_kill or pthread_sigqueue has been called in this process. */

@@ -88,7 +88,7 @@ bool ito__posix_signal_ignored(int sig)
     if ((sigaction(sig, NULL, &sa) != 0) || (sa.sa_flags & SA_SIGINFO))
         return false;
     return sa.sa_handler == SIG_IGN ||
-           (sa.sa_handler == SIG_DFL && (sig == SIGCHLD || sig == SIGURG || sig == SIGWINCH));
+           (sa.sa_handler == SIG_DFL && (sig == SIGCHLD || sig == SIGCONT || sig == SIGURG || sig == SIGWINCH));
 }
 
 uint64_t ito__posix_signals_deliverable(struct ito__pthread *pt, struct ito__thread *t)
@@ -100,17 +100,7 @@ uint64_t ito__posix_signals_deliverable(struct ito__pthread *pt, struct ito__thr
     return pending & (~ito__sigmask_of(t) | atomic_load(&pt->sig_waiting));
 }
 
-static bool raise_all(struct ito__pthread *self, bool *eintr);
-
 bool ito__posix_signals_raise(struct ito__pthread *self, bool *eintr)
-{
-    if (!raise_all(self, eintr))
-        return false;
-    atomic_fetch_add_explicit(&self->sig_raised, 1, memory_order_relaxed);   /* (read by self: epoll.c) */
-    return true;
-}
-
-static bool raise_all(struct ito__pthread *self, bool *eintr)
 {
     /* Signals of the process it was woken for (sigroute.c): the kernel
      * delivered them as it resumed, with its mask (runtime/sigmask.c). */

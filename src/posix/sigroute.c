@@ -28,7 +28,11 @@
  * thread run.
  *
  * The signalfd stays readable while the signal waits, so until then the
- * router looks again after 1, 2, 4 … 64 ms, not at once. A signal no
+ * router looks again later, not at once: 100 us after it woke a thread
+ * for it (which takes it within microseconds; one kept again after that
+ * thread took its mark is another instance, and signals may come back to
+ * back), and after 1, 2, 4 … 64 ms while the signal waits for a thread
+ * that comes without help, or one woken that has not come. A signal no
  * thread accepts leaves the watch set until some thread unblocks it or
  * waits for it (ito__posix_sigroute_accept): the kernel keeps it, as it
  * would for a process whose threads all block it.
@@ -46,6 +50,8 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/signalfd.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/kthread.h"
@@ -56,7 +62,8 @@
 #include "runtime/thread.h"
 #include "runtime/wait.h"
 
-#define BACKOFF_MAX_MS 64
+#define BACKOFF_MAX_US 64000
+#define SOON_US 100         /* after waking a thread for a signal */
 
 static _Atomic uint64_t watch;   /* what the router's signalfd reads */
 static int wake_fd = -1;         /* an eventfd: the watch set grew */
@@ -69,7 +76,7 @@ struct search {
     bool nudge;          /* the second pass: end the wait of one that accepts it */
     bool accepted;       /* some thread accepts it */
     bool coming;         /* ... and runs, is ready to run, or has not started */
-    bool nudged;
+    struct ito__pthread *nudged;
 };
 
 static void consider(struct ito__pthread *pt, void *arg)
@@ -100,14 +107,15 @@ static void consider(struct ito__pthread *pt, void *arg)
      * the handler takes the mark and the call returns EINTR. */
     atomic_fetch_or_explicit(&pt->sig_nudged, s->bit, memory_order_relaxed);
     if (st == ITO__TS_BLOCKED ? ito__wait_interrupt(t) : ito__posix_poke(pt))
-        s->nudged = true;
+        s->nudged = pt;
     else
         atomic_fetch_and_explicit(&pt->sig_nudged, ~s->bit, memory_order_relaxed);
 }
 
 /* Make a thread that accepts sig take it. NOBODY: no thread accepts it;
- * COMING: one will, without help (or where no interruption reaches). */
-static enum route route(int sig)
+ * COMING: one will, without help (or where no interruption reaches);
+ * NUDGED: *who was woken to take it. */
+static enum route route(int sig, struct ito__pthread **who)
 {
     struct search s = { .bit = ITO__SIGBIT(sig) };
     ito__pthread_each(consider, &s);
@@ -117,6 +125,7 @@ static enum route route(int sig)
         return COMING;
     s.nudge = true;
     ito__pthread_each(consider, &s);
+    *who = s.nudged;
     return s.nudged ? NUDGED : COMING;
 }
 
@@ -131,12 +140,14 @@ static void *router(void *arg)
                   "next runs: signalfd failed (%s)", strerror(errno));
         return NULL;
     }
-    int backoff = 0;
+    long backoff_us = 0;                 /* 0: until a signal comes */
+    struct ito__pthread *woke[64] = { 0 };   /* whom the last look woke, per signal */
     for (;;) {
         struct pollfd p[2] = { { .fd = wake_fd, .events = POLLIN }, { .fd = sfd, .events = POLLIN } };
         /* While a signal waits for its thread, the signalfd stays readable:
          * look again later instead. */
-        ito__libc_poll(p, backoff ? 1 : 2, backoff ? backoff : -1);
+        struct timespec ts = { backoff_us / 1000000, backoff_us % 1000000 * 1000 };
+        syscall(SYS_ppoll, p, backoff_us ? 1 : 2, backoff_us ? &ts : NULL, NULL, _NSIG / 8);
         uint64_t n;
         if (p[0].revents & POLLIN)
             (void)!ito__sys_read(wake_fd, &n, sizeof n);
@@ -144,25 +155,44 @@ static void *router(void *arg)
         sigset_t pend;
         sigpending(&pend);   /* this thread blocks all and is sent nothing: the process's */
         uint64_t kept = ito__posix_sigbits(&pend);
-        bool waits = false;
+        bool stuck = false, soon = false;
+        struct ito__pthread *now_woke[64] = { 0 };
         for (uint64_t k = kept & w; k; k &= k - 1) {
             int sig = __builtin_ctzll(k) + 1;
-            if (route(sig) == NOBODY)
+            /* Kept still, though the thread woken for it at the last look
+             * took its mark: that thread has since run with its mask, where
+             * the kernel gave it the signal kept then, so this is another
+             * instance (signals sent back to back). (Relaxed: a hint for
+             * when to look again.) */
+            struct ito__pthread *before = woke[sig - 1];
+            bool moved = !before || !(atomic_load_explicit(&before->sig_nudged, memory_order_relaxed) & ITO__SIGBIT(sig));
+            enum route r = route(sig, &now_woke[sig - 1]);
+            if (r == NOBODY)
                 w = atomic_fetch_and(&watch, ~ITO__SIGBIT(sig)) & ~ITO__SIGBIT(sig);
+            else if (r == NUDGED && moved)
+                soon = true;
             else
-                waits = true;
+                stuck = true;
         }
+        memcpy(woke, now_woke, sizeof woke);
         if (w != armed) {
             armed = w;
             m = ito__posix_sigset(armed);
             signalfd(sfd, &m, 0);
         }
-        backoff = !waits ? 0 : !backoff ? 1 : backoff < BACKOFF_MAX_MS ? backoff * 2 : BACKOFF_MAX_MS;
+        /* A thread woken takes its signal within microseconds: look again
+         * soon; one that does not come, or comes without help, is waited for
+         * longer and longer. */
+        if (stuck)
+            backoff_us = backoff_us < 1000 ? 1000 : backoff_us < BACKOFF_MAX_US ? backoff_us * 2 : BACKOFF_MAX_US;
+        else
+            backoff_us = soon ? SOON_US : 0;
     }
 }
 
 static void start_once(void)
 {
+    ito__posix_poke_setup();   /* (here, on an ito thread: the router pokes) */
     /* Everything a thread may accept. */
     atomic_store(&watch, ~ito__sigmask_reserved());
     wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);

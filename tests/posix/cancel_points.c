@@ -15,8 +15,10 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <sys/epoll.h>
 #include <sys/select.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -186,6 +188,44 @@ static void block_poll(void)
     came_back("poll", r);
 }
 POINT_CASE(poll, open_pipe, close_pipe)
+
+/* An epoll wait; its cleanup handlers run under the thread's own signal
+ * mask, in the kernel too (ito blocks every signal while it waits). */
+static int epoll_fd = -1;
+
+static void open_pipe_epoll(void)
+{
+    open_pipe();
+    epoll_fd = epoll_create1(0);
+    CHECK(epoll_fd >= 0);
+    struct epoll_event ev = { .events = EPOLLIN };
+    CHECK_EQ(epoll_ctl(epoll_fd, EPOLL_CTL_ADD, pipe_fds[0], &ev), 0);
+}
+
+static void close_pipe_epoll(void)
+{
+    close(epoll_fd);
+    close_pipe();
+}
+
+static void kernel_accepts_usr1(void *arg)
+{
+    uint64_t blocked = 0;
+    syscall(SYS_rt_sigprocmask, SIG_BLOCK, NULL, &blocked, sizeof blocked);
+    CHECK(!(blocked & (1ull << (SIGUSR1 - 1))));
+}
+
+static void block_epoll_wait(void)
+{
+    struct epoll_event ev;
+    int r;
+    pthread_cleanup_push(kernel_accepts_usr1, NULL);
+    while ((r = epoll_wait(epoll_fd, &ev, 1, -1)) < 0 && errno == EINTR)
+        ;
+    pthread_cleanup_pop(0);
+    came_back("epoll_wait", r);
+}
+POINT_CASE(epoll_wait, open_pipe_epoll, close_pipe_epoll)
 
 static void block_select(void)
 {
@@ -412,6 +452,7 @@ int main(void)
     RUN_CASE(accept_cancelled, 10);
     RUN_CASE(recv_cancelled, 10);
     RUN_CASE(poll_cancelled, 10);
+    RUN_CASE(epoll_wait_cancelled, 10);
     RUN_CASE(select_cancelled, 10);
     RUN_CASE(pause_cancelled, 10);
     RUN_CASE(waitpid_cancelled, 10);

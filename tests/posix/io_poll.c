@@ -210,7 +210,7 @@ static void epoll_wait_ignores_other_threads(void)
     pthread_t t = start(epoll_timing_out, NULL);
     int e = EBUSY;
     for (int i = 0; e == EBUSY; i++) {
-        OK(pthread_kill(busy_threads[i % BUSY_PAIRS][i % 2], SIGUSR1));
+        OK(pthread_kill(busy_threads[i / 2 % BUSY_PAIRS][i % 2], SIGUSR1));
         conform_pause_us(1000);
         e = pthread_tryjoin_np(t, NULL);
     }
@@ -249,9 +249,12 @@ static void *epoll_calls(void *arg)
     /* epoll_pwait2: to the nanosecond, and its timeout checked. */
     struct timespec ts = { 0, 20 * 1000 * 1000 }, bad = { 0, 1000000000L };
     t0 = conform_now(CLOCK_MONOTONIC);
-    CHECK_EQ(epoll_pwait2(ep, out, 4, &ts, NULL), 0);
-    CHECK(conform_now(CLOCK_MONOTONIC) - t0 >= 20000000ull);
-    FAILS_ERRNO(epoll_pwait2(ep, out, 4, &bad, NULL), EINVAL);
+    int r = epoll_pwait2(ep, out, 4, &ts, NULL);
+    if (!(r < 0 && errno == ENOSYS)) {   /* (Linux 5.11) */
+        CHECK_EQ(r, 0);
+        CHECK(conform_now(CLOCK_MONOTONIC) - t0 >= 20000000ull);
+        FAILS_ERRNO(epoll_pwait2(ep, out, 4, &bad, NULL), EINVAL);
+    }
     /* Ready: the event, with its data. */
     CHECK_EQ(write(p[1], "e", 1), 1);
     CHECK_EQ(epoll_wait(ep, out, 4, -1), 1);
