@@ -22,7 +22,9 @@
  * which POSIX threads never show it.
  *
  * So the call blocks every signal a thread may block on its kernel thread
- * (the runtime's record of that kernel thread's mask kept true), waits, and
+ * (the runtime's record of that kernel thread's mask kept true), and the
+ * poke too until the system call lets it in (a poke that came meanwhile
+ * then ends the wait as it begins, as pselect's mask does), waits, and
  * after an EINTR waits again for the time left unless a handler of the
  * program's is due: a signal sent to the thread that it accepts (ito's:
  * sig_pending), or one the kernel keeps that it accepts (rt_sigpending,
@@ -37,13 +39,17 @@
  *   - a signal for the process finds this kernel thread blocking it; if no
  *     other thread takes it, the router (posix/sigroute.c) sees it kept and
  *     this thread marked, and pokes it.
- * A thread switched to another kernel thread between blocking and waiting
- * (a time slice ended there) waited under its own mask: a handler may have
- * run unseen, so its EINTR is the program's. A thread cancelled in the wait
+ * A thread that a time slice switched to another kernel thread in this
+ * file resumes with the mask its signal frame holds, whatever the record
+ * says: the mask is always written, never compared. One switched by a
+ * critical section's deferred end between blocking and waiting waited
+ * under its own mask: a handler may have run unseen, so its EINTR is the
+ * program's. A thread cancelled in the wait
  * unwinds through this frame, which puts its mask back first (built with
  * -fexceptions for that).
  *
- * What it costs: two mask writes (system calls) and a few loads and stores
+ * What it costs: two mask writes (system calls; the kernel sets and puts
+ * back the wait's mask inside the call) and a few loads and stores
  * of the thread's own lines per call; once a thread has waited here, every
  * switch compares masks (runtime/sigmask.h).
  */
@@ -64,23 +70,41 @@
 #include "runtime/vproc.h"
 
 #define NO_DEADLINE UINT64_MAX
+#define POKE_BIT ITO__SIGBIT(32)   /* the poke signal (posix/cancel.c) */
 
-/* Wait once, with no mask of its own, until the deadline (ns: to the ns,
- * with epoll_pwait2; otherwise in ms, rounded up). */
+/* What the kernel thread blocks while it waits: every signal a thread may
+ * block. Outside the system call it blocks the poke too, so that a poke that
+ * comes before the wait begins ends it as it begins (the mask is set inside
+ * the call, as pselect's). */
+static uint64_t inside(void) { return ~ito__sigmask_reserved(); }
+static uint64_t outside(void) { return inside() | POKE_BIT; }
+
+/* Wait once, under `inside`, until the deadline (ns: to the ns, with
+ * epoll_pwait2; otherwise in ms, rounded up). */
 static int wait_once(int ep, struct epoll_event *ev, int max, uint64_t deadline, bool ns)
 {
+    sigset_t mask = ito__posix_sigset(inside());
     if (deadline == NO_DEADLINE)
-        return ITO__POSIX_LIBC(epoll_wait, "GLIBC_2.3.2")(ep, ev, max, -1);
+        return ITO__POSIX_LIBC(epoll_pwait, "GLIBC_2.6")(ep, ev, max, -1, &mask);
     uint64_t now = ito_now_ns(), left = deadline > now ? deadline - now : 0;
     if (ns) {
         struct timespec ts = { .tv_sec = (time_t)(left / 1000000000u), .tv_nsec = (long)(left % 1000000000u) };
-        return ITO__POSIX_LIBC(epoll_pwait2, "GLIBC_2.35")(ep, ev, max, &ts, NULL);
+        return ITO__POSIX_LIBC(epoll_pwait2, "GLIBC_2.35")(ep, ev, max, &ts, &mask);
     }
     uint64_t ms = (left + 999999u) / 1000000u;
-    return ITO__POSIX_LIBC(epoll_wait, "GLIBC_2.3.2")(ep, ev, max, ms > INT32_MAX ? INT32_MAX : (int)ms);
+    return ITO__POSIX_LIBC(epoll_pwait, "GLIBC_2.6")(ep, ev, max, ms > INT32_MAX ? INT32_MAX : (int)ms, &mask);
 }
 
-static uint64_t all_blocked(void) { return ~ito__sigmask_reserved(); }
+/* The kernel thread that runs the caller takes mask, and the runtime's
+ * record of it (act->kmask) says so. Always written: a thread switched out
+ * by a time slice in this file resumes with the mask its signal frame holds
+ * (`outside`), whatever the record of its new kernel thread says. */
+static void kernel_mask(uint64_t mask)
+{
+    ito__critical_enter();
+    ito__sigmask_write(ito__activation_self(), mask);
+    ito__critical_exit();
+}
 
 static void block_all(void)
 {
@@ -89,9 +113,7 @@ static void block_all(void)
      * it in program order; this one, moved, through a run queue's acquire.) */
     if (!atomic_load_explicit(&ito__sigmasks_used, memory_order_relaxed))
         atomic_store_explicit(&ito__sigmasks_used, true, memory_order_relaxed);
-    ito__critical_enter();
-    ito__sigmask_block_all(ito__activation_self());
-    ito__critical_exit();
+    kernel_mask(outside());
 }
 
 /* Did the last wait run with every signal blocked? A switch puts the
@@ -103,7 +125,7 @@ static bool waited_blocked(void)
 {
     uint64_t now = 0;
     syscall(SYS_rt_sigprocmask, SIG_BLOCK, NULL, &now, sizeof now);
-    return (now & all_blocked()) == all_blocked();
+    return (now & inside()) == inside();
 }
 
 /* A handler of the program's is due on the thread t: a signal that the
@@ -113,12 +135,12 @@ static bool handler_due(struct ito__thread *t)
 {
     uint64_t kept = 0;
     syscall(SYS_rt_sigpending, &kept, sizeof kept);
-    kept &= ~ito__sigmask_of(t) & all_blocked();
+    kept &= ~ito__sigmask_of(t) & inside();
     for (uint64_t k = kept; k; k &= k - 1)
         if (!ito__posix_signal_ignored(__builtin_ctzll(k) + 1))
             return true;
     if (kept) {
-        ito__sigmask_change(SIG_BLOCK, 0, NULL);   /* the thread's mask: the kernel drops them */
+        kernel_mask(ito__sigmask_of(t));   /* the thread's mask: the kernel drops them */
         block_all();
     }
     return false;
@@ -137,7 +159,7 @@ static bool signal_due(struct ito__pthread *pt, struct ito__thread *t)
  * nothing, and the signals sent to it raised. */
 static void wait_ends(struct ito__pthread **pt)
 {
-    ito__sigmask_change(SIG_BLOCK, 0, NULL);
+    kernel_mask(ito__sigmask_self());
     atomic_store_explicit(&(*pt)->kernel_wait, false, memory_order_relaxed);
     if (atomic_load_explicit(&(*pt)->sig_pending, memory_order_relaxed) || atomic_load_explicit(&(*pt)->sig_nudged, memory_order_relaxed))
         ito__posix_signals_raise(*pt, NULL);
@@ -149,7 +171,8 @@ static int wait_watched(struct ito__pthread *pt, int ep, struct epoll_event *ev,
     ito__posix_sigroute_start();   /* (once) the process's signals reach it by the router */
     int e0 = errno;
     /* Marked before the mask is written: a poke that comes after raises
-     * nothing where every signal is blocked. The router reads the flag
+     * nothing where every signal is blocked (and ends the wait, or waits for
+     * it). The router reads the flag
      * after the kernel kept a signal that this kernel thread blocked, which
      * the mask's system call ordered after the store; C11 does not model
      * that order, the kernel's entry does. (Relaxed: pokes run on this
