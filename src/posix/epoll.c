@@ -44,14 +44,13 @@
  * says: the mask is always written, never compared. One switched by a
  * critical section's deferred end between blocking and waiting waited
  * under its own mask: a handler may have run unseen, so its EINTR is the
- * program's. A thread cancelled in the wait
- * unwinds through this frame, which puts its mask back first (built with
- * -fexceptions for that).
+ * program's. A thread cancelled in the wait unwinds through this frame,
+ * which puts its mask back first (built with -fexceptions for that).
  *
  * What it costs: two mask writes (system calls; the kernel sets and puts
- * back the wait's mask inside the call) and a few loads and stores
- * of the thread's own lines per call; once a thread has waited here, every
- * switch compares masks (runtime/sigmask.h).
+ * back the wait's mask inside the call) and a few loads and stores of the
+ * thread's own lines per call; once a thread has waited here, every switch
+ * compares masks (runtime/sigmask.h).
  */
 #include <errno.h>
 #include <signal.h>
@@ -116,11 +115,12 @@ static void block_all(void)
     kernel_mask(outside());
 }
 
-/* Did the last wait run with every signal blocked? A switch puts the
- * thread's own mask in force wherever it resumes, so the kernel thread the
- * caller is on now blocks all only if it waited there blocking all. (Asked
- * of the kernel: a critical section here would give up a kernel thread
- * that lost its vproc while it slept, and resume elsewhere.) */
+/* Did the last wait run with every signal blocked? Only a switch at a
+ * section's end puts the thread's own mask in force between blocking and
+ * waiting, and the caller cannot have moved since the wait: the kernel
+ * thread it is on now says. (Asked of the kernel: a critical section here
+ * would give up a kernel thread that lost its vproc while it slept, and
+ * resume elsewhere.) */
 static bool waited_blocked(void)
 {
     uint64_t now = 0;
@@ -161,7 +161,8 @@ static void wait_ends(struct ito__pthread **pt)
 {
     kernel_mask(ito__sigmask_self());
     atomic_store_explicit(&(*pt)->kernel_wait, false, memory_order_relaxed);
-    if (atomic_load_explicit(&(*pt)->sig_pending, memory_order_relaxed) || atomic_load_explicit(&(*pt)->sig_nudged, memory_order_relaxed))
+    if (atomic_load_explicit(&(*pt)->sig_pending, memory_order_relaxed) ||
+        atomic_load_explicit(&(*pt)->sig_nudged, memory_order_relaxed))
         ito__posix_signals_raise(*pt, NULL);
 }
 
@@ -172,11 +173,11 @@ static int wait_watched(struct ito__pthread *pt, int ep, struct epoll_event *ev,
     int e0 = errno;
     /* Marked before the mask is written: a poke that comes after raises
      * nothing where every signal is blocked (and ends the wait, or waits for
-     * it). The router reads the flag
-     * after the kernel kept a signal that this kernel thread blocked, which
-     * the mask's system call ordered after the store; C11 does not model
-     * that order, the kernel's entry does. (Relaxed: pokes run on this
-     * kernel thread, the router's reads are that order's.) */
+     * it). The router reads the flag after the kernel kept a signal that
+     * this kernel thread blocked, which the mask's system call ordered after
+     * the store; C11 does not model that order, the kernel's entry does.
+     * (Relaxed: pokes run on this kernel thread, the router's reads are that
+     * order's.) */
     atomic_store_explicit(&pt->kernel_wait, true, memory_order_relaxed);
     block_all();
     struct ito__pthread *guard __attribute__((cleanup(wait_ends))) = pt;

@@ -36,14 +36,13 @@
  * thread pays nothing); every thread when the rings are off (ITO_IO_URING=0,
  * valgrind, an old kernel): then a call that blocks hands its vproc on as
  * the core does; select on descriptors beyond FD_SETSIZE — a blocking call
- * of those is a blocked carrier too. So is
- * epoll_wait, on purpose: an event loop's one thread that waits in the
- * kernel costs less than a round trip through the ring (parked on the
- * epoll descriptor, redis-server under redis-benchmark served a request in
- * 42-43 us against 26-28 us on the C library's threads, 2-CPU machine);
- * posix/epoll.c keeps what ito does meanwhile from ending that wait. Calls
- * made inside the C library itself (stdio's reads and
- * writes) never come here.
+ * of those is a blocked carrier too. So is epoll_wait, on purpose: an
+ * event loop's one thread that waits in the kernel costs less than a round
+ * trip through the ring (parked on the epoll descriptor, redis-server under
+ * redis-benchmark served a request in 42-43 us against 26-28 us on the C
+ * library's threads, 2-CPU machine); posix/epoll.c keeps what ito does
+ * meanwhile from ending that wait. Calls made inside the C library itself
+ * (stdio's reads and writes) never come here.
  *
  * A signal handler may call these (read and write are async-signal-safe):
  * on a descriptor that is ready they make one system call, as the C

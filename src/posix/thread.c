@@ -102,7 +102,7 @@ static void no_signals(struct ito__pthread *pt)
     ito__posix_rt_reset(pt);
     atomic_store_explicit(&pt->sig_waiting, 0, memory_order_relaxed);
     atomic_store_explicit(&pt->sig_nudged, 0, memory_order_relaxed);
-    atomic_store_explicit(&pt->kernel_wait, false, memory_order_relaxed);   /* (cancelled in one) */
+    atomic_store_explicit(&pt->kernel_wait, false, memory_order_relaxed);   /* (a handler jumped out of epoll.c) */
 }
 
 static void pool_put(struct ito__pthread *pt)

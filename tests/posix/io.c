@@ -198,10 +198,7 @@ static void read_restarts_under_sa_restart(void)
 static void *recv_interrupted(void *arg)
 {
     char c;
-    atomic_store(&reached, 1);
-    errno = 0;
-    CHECK_EQ(recv(p[0], &c, 1, 0), -1);
-    CHECK_EQ(errno, EINTR);
+    FAILS_INTERRUPTED(recv(p[0], &c, 1, 0));
     atomic_store(&finished, 1);
     return NULL;
 }
@@ -211,10 +208,7 @@ static void *recvmsg_interrupted(void *arg)
     char c;
     struct iovec v = { &c, 1 };
     struct msghdr m = { .msg_iov = &v, .msg_iovlen = 1 };
-    atomic_store(&reached, 1);
-    errno = 0;
-    CHECK_EQ(recvmsg(p[0], &m, 0), -1);
-    CHECK_EQ(errno, EINTR);
+    FAILS_INTERRUPTED(recvmsg(p[0], &m, 0));
     atomic_store(&finished, 1);
     return NULL;
 }

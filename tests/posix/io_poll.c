@@ -31,10 +31,7 @@ static int ep_shared;   /* (epoll_wait_wakes_when_ready) */
 static void *poll_interrupted(void *arg)
 {
     struct pollfd pf = { .fd = p[0], .events = POLLIN };
-    atomic_store(&reached, 1);
-    errno = 0;
-    CHECK_EQ(poll(&pf, 1, -1), -1);
-    CHECK_EQ(errno, EINTR);
+    FAILS_INTERRUPTED(poll(&pf, 1, -1));
     atomic_store(&finished, 1);
     return NULL;
 }
@@ -54,10 +51,7 @@ static void *epoll_interrupted(void *arg)
 {
     int ep = epoll_on_p0();
     struct epoll_event ev;
-    atomic_store(&reached, 1);
-    errno = 0;
-    CHECK_EQ(epoll_wait(ep, &ev, 1, -1), -1);
-    CHECK_EQ(errno, EINTR);
+    FAILS_INTERRUPTED(epoll_wait(ep, &ev, 1, -1));
     CHECK(atomic_load(&handled) >= 1);
     close(ep);
     atomic_store(&finished, 1);
@@ -76,10 +70,7 @@ static void *epoll_pwait_interrupted(void *arg)
     OK(pthread_sigmask(SIG_BLOCK, &usr1, NULL));
     int ep = epoll_on_p0();
     struct epoll_event ev;
-    atomic_store(&reached, 1);
-    errno = 0;
-    CHECK_EQ(epoll_pwait(ep, &ev, 1, -1, &none), -1);
-    CHECK_EQ(errno, EINTR);
+    FAILS_INTERRUPTED(epoll_pwait(ep, &ev, 1, -1, &none));
     CHECK(atomic_load(&handled) >= 1);
     OK(pthread_sigmask(SIG_SETMASK, NULL, &now));
     CHECK(sigismember(&now, SIGUSR1));
@@ -91,10 +82,7 @@ static void *epoll_pwait_interrupted(void *arg)
 static void *ppoll_interrupted(void *arg)
 {
     struct pollfd pf = { .fd = p[0], .events = POLLIN };
-    atomic_store(&reached, 1);
-    errno = 0;
-    CHECK_EQ(ppoll(&pf, 1, NULL, NULL), -1);
-    CHECK_EQ(errno, EINTR);
+    FAILS_INTERRUPTED(ppoll(&pf, 1, NULL, NULL));
     atomic_store(&finished, 1);
     return NULL;
 }
@@ -104,10 +92,7 @@ static void *pselect_interrupted(void *arg)
     fd_set rd;
     FD_ZERO(&rd);
     FD_SET(p[0], &rd);
-    atomic_store(&reached, 1);
-    errno = 0;
-    CHECK_EQ(pselect(p[0] + 1, &rd, NULL, NULL, NULL, NULL), -1);
-    CHECK_EQ(errno, EINTR);
+    FAILS_INTERRUPTED(pselect(p[0] + 1, &rd, NULL, NULL, NULL, NULL));
     atomic_store(&finished, 1);
     return NULL;
 }
@@ -117,10 +102,7 @@ static void *select_interrupted(void *arg)
     fd_set rd;
     FD_ZERO(&rd);
     FD_SET(p[0], &rd);
-    atomic_store(&reached, 1);
-    errno = 0;
-    CHECK_EQ(select(p[0] + 1, &rd, NULL, NULL, NULL), -1);
-    CHECK_EQ(errno, EINTR);
+    FAILS_INTERRUPTED(select(p[0] + 1, &rd, NULL, NULL, NULL));
     atomic_store(&finished, 1);
     return NULL;
 }

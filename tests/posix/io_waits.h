@@ -40,6 +40,16 @@ static inline pthread_t start(void *(*fn)(void *), void *arg)
 static int p[2];
 static atomic_int reached, finished;
 
+/* In a thread that interrupt() runs: say it has reached its call, make it,
+ * and expect -1 with EINTR. */
+#define FAILS_INTERRUPTED(call)                                                         \
+    do {                                                                                \
+        atomic_store(&reached, 1);                                                      \
+        errno = 0;                                                                      \
+        CHECK_EQ((call), -1);                                                           \
+        CHECK_EQ(errno, EINTR);                                                         \
+    } while (0)
+
 /* Sends SIGUSR1 to *arg 5 ms from now. */
 static inline void *kill_soon(void *arg)
 {
