@@ -214,8 +214,13 @@ def cpu_steps(ncpu, full):
 
 
 def cpu_set(ncpu):
-    """1, 2 (the targets are stated for 2) and all CPUs."""
-    return sorted({c for c in (1, 2, ncpu) if c <= ncpu})
+    """1, 2 (the targets are stated for 2), every power of two up to ncpu,
+    and all CPUs: the processor counts of every scaling experiment."""
+    s, p = {ncpu}, 1
+    while p < ncpu:
+        s.add(p)
+        p *= 2
+    return sorted(s)
 
 
 def first_data(cfgs):

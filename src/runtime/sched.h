@@ -101,9 +101,6 @@ static inline void ito__ready(struct ito__thread *t, ito_ready_reason_t why)
  * (READY and enqueued, BLOCKED, SUSPENDED). Returns when it runs again,
  * possibly on another vproc. */
 void ito__switch_out(struct ito__thread *cur);
-/* The same for a thread that yields (READY and queued here): a thread that
- * took its place was waiting for this vproc (demand, for the allocator). */
-void ito__switch_out_yield(struct ito__thread *cur);
 
 /* The running thread `self` (RUNNING) has used up its time slice — do the
  * periodic work and queue it (ITO_READY_PREEMPT) — or was asked to give way

@@ -485,20 +485,6 @@ int ito__detach(ito_thread_t th)
 
 /* ----------------------------------------------------------- scheduling */
 
-void ito__yield(void)
-{
-    struct ito__thread *self = ito__thread_self();
-    if (!self) {
-        ito__libc_sched_yield();   /* a foreign kernel thread */
-        return;
-    }
-    ito__critical_enter();
-    ito__thread_set_state(self, ITO__TS_RUNNING, ITO__TS_READY);
-    ito__enqueue(ito__vproc_self(), self, ITO_READY_YIELD);
-    ito__switch_out_yield(self);
-    ito__critical_exit();
-}
-
 ito_thread_t ito__self(void)
 {
     struct ito__thread *self = ito__thread_self();
