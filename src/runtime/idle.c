@@ -12,7 +12,15 @@
  *   2. keeps looking for idle_spin_ns (ITO_IDLE_SPIN_US, default 50 µs): its
  *      own sources (inbox, policy) at every round, since a thread handed to
  *      it should start within a cache miss; the rest with exponential backoff,
- *      so as not to pound other vprocs' cache lines;
+ *      so as not to pound other vprocs' cache lines — and not at all for
+ *      the first ITO__IDLE_QUIET_NS. A vproc that has just run out of work
+ *      is most often waiting for a wake-up from another vproc; each look
+ *      at the others reads lines that the busy vprocs write at every switch
+ *      (their inboxes and states, queue ends, next slots, pick counters),
+ *      and each such read makes the busy vproc's next write a miss. The
+ *      quiet phase took a signal-wait round trip across two vprocs from
+ *      0.90x to 0.72x of its time (docs/architecture.md, "A wake-up in
+ *      cache lines");
  *   3. then sleeps until woken or until the earliest timer: in io_uring_enter
  *      on its ring when it has one (so that I/O completions wake it too,
  *      runtime/ring.c), else on a futex.
@@ -68,6 +76,11 @@
  * the spin loop (one pause each: tens of cycles, more on
  * recent Intel cores). */
 #define ITO__BACKOFF_MAX 256u
+/* How long a vproc that has just run out of work looks only at its own
+ * sources: long enough for a wake-up from another vproc to arrive (a round
+ * trip across two CPUs took 0.5-1.7 µs on the machines measured, bench/
+ * signalwait), short beside the stealing it delays. */
+#define ITO__IDLE_QUIET_NS 2000u
 
 void ito__idle_init(void)
 {
@@ -336,13 +349,37 @@ void ito__vproc_busy_again(struct ito__vproc *vp) { declare_idle(vp, false); }
 
 /* Returns a thread for vp, or NULL if vp's processor is being taken away
  * (revoke.c). */
+/* The first moments of idleness: the vproc's own sources only, until
+ * `quiet` ns have passed or its processor is being taken away. */
+static struct ito__thread *look_quietly(struct ito__vproc *vp, uint64_t start, uint64_t quiet)
+{
+    struct ito__thread *t;
+    for (unsigned round = 1;; round++) {
+        if ((t = pick_own(vp)))
+            return t;
+        if (!(round & 15) && (ito__now_ns() - start >= quiet || ito__vproc_revoked(vp)))
+            return NULL;
+        ito__cpu_relax();
+    }
+}
+
 struct ito__thread *ito__idle_find(struct ito__vproc *vp)
 {
     uint64_t now = ito__now_ns();
-    struct ito__thread *t = find_work(vp, now);
+    struct ito__thread *t = pick_own(vp);
     if (t || ito__vproc_revoked(vp))
         goto found;
     atomic_fetch_add_explicit(&ito__rt.nspinning, 1, memory_order_seq_cst);
+    /* Not with more vprocs than CPUs (another activation may wait for this
+     * CPU), nor when the last idle period ended with work from elsewhere (a
+     * thief in a fork-join program steals at once: fork-many on 2 vprocs
+     * took 1.09x its time with a quiet phase before every steal). The spin
+     * loop below looks at the rest at once. */
+    uint64_t quiet = ito__rt.idle_spin_ns < ITO__IDLE_QUIET_NS ? ito__rt.idle_spin_ns : ITO__IDLE_QUIET_NS;
+    if (!ito__rt.oversubscribed && quiet && !vp->idle_remote && (t = look_quietly(vp, now, quiet))) {
+        stop_spinning();
+        goto found;
+    }
     for (;;) {
         /* Spin: our own sources every round, the rest with backoff. */
         uint64_t start = now;
@@ -355,8 +392,10 @@ struct ito__thread *ito__idle_find(struct ito__vproc *vp)
                 ito__libc_sched_yield();
             else
                 ito__cpu_relax();
-            if ((t = pick_own(vp)))
+            if ((t = pick_own(vp))) {
+                vp->idle_remote = false;
                 break;
+            }
             if (++round < backoff)
                 continue;
             round = 0;
@@ -365,8 +404,12 @@ struct ito__thread *ito__idle_find(struct ito__vproc *vp)
             if ((revoked = ito__vproc_revoked(vp)))
                 break;
             now = ito__now_ns();
-            if (now - start >= ito__rt.idle_spin_ns || (t = find_remote(vp, now)))
+            if (now - start >= ito__rt.idle_spin_ns)
                 break;
+            if ((t = find_remote(vp, now))) {
+                vp->idle_remote = true;
+                break;
+            }
         }
         if (t || revoked) {
             stop_spinning();

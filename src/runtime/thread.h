@@ -31,6 +31,7 @@
 
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <ito.h>
@@ -77,23 +78,35 @@ struct ito__vproc;
 struct ito__keys;
 
 struct ito__thread {
-    /* --- hot: switch path --- */
-    struct ito__ctx ctx;              /* saved context; NULL sp while running/not started */
+    /* --- written by the vproc that runs it --- */
     struct ito__vproc *vp;            /* vproc it runs on / last ran on (NULL: never ran) */
-    _Atomic int state;                /* enum ito__tstate */
     int saved_errno;                  /* errno while switched out (not with ITO_OWN_TLS: its own) */
+    _Atomic int susp_req;             /* ito_suspend asked it to stop */
+    uint8_t flags;                    /* ITO__TF_* */
+    _Atomic bool cpu_watched;         /* its CPU time is counted (cputime.c) */
+
+    /* --- the hand-off line: its waiter record ends in it --- */
+    /* A wake-up from another vproc writes the waiter's links and state, the
+     * thread's state and its inbox link (and reads its preferred vproc); the
+     * vproc that runs it next reads those and its saved stack pointer. All
+     * of that is one cache line (checked below), so a wake-up moves one line
+     * of the descriptor between the two processors: docs/architecture.md,
+     * "A wake-up in cache lines". */
+    struct ito__waiter wait;          /* this thread's waiter record */
+    struct ito__ctx ctx;              /* saved context; NULL sp while running/not started */
+    struct ito__thread *qnext;        /* link in a vproc inbox or the global queue */
+    _Atomic int state;                /* enum ito__tstate */
+    uint8_t ready_reason;             /* carried through inboxes and the global queue */
+    bool started;                     /* has a context (ran at least once since its entry was set) */
+    int16_t pref_vproc;               /* preferred vproc or -1 */
+
+    /* --- scheduling --- */
+    ito_policy_node_t node;           /* owned by the policy while queued */
     uintptr_t tp;                     /* ITO_OWN_TLS: its thread pointer, set at spawn, handed
                                          back (hooks.h: tp_done) after its last switch */
-    ito_policy_node_t node;           /* owned by the policy while queued */
-    uint8_t ready_reason;             /* carried through inboxes and the global queue */
-    uint8_t flags;                    /* ITO__TF_* */
-    bool started;                     /* has a context (ran at least once since its entry was set) */
-    _Atomic bool cpu_watched;         /* its CPU time is counted (cputime.c) */
-    int16_t pref_vproc;               /* preferred vproc or -1 */
     const struct ito__cpus *_Atomic cpus; /* the CPUs it may run on, NULL: any (affinity.c) */
     int prio;
     struct ito__group *group;         /* its group or NULL (group.c; others read it relaxed) */
-    _Atomic int susp_req;             /* ito_suspend asked it to stop */
 
     /* --- lifetime --- */
     _Atomic uint64_t ctl;             /* gen << 32 | ITO__CTL_* */
@@ -114,7 +127,6 @@ struct ito__thread {
     /* --- waiting --- */
     ito__spinlock lk;                 /* exit_waiters, suspend/resume/set_entry, handle ops */
     struct ito__waitq exit_waiters;   /* joiners, future touchers (lk) */
-    struct ito__waiter wait;          /* this thread's waiter record */
     bool interruptible;               /* its next waits may be interrupted (wait.h; posix) */
 
     /* --- user data --- */
@@ -123,11 +135,21 @@ struct ito__thread {
     char name[ITO_NAME_MAX];
 
     /* --- bookkeeping --- */
-    struct ito__thread *qnext;        /* link in a vproc inbox or the global queue */
     struct ito__thread *free_next;    /* descriptor free lists */
     void *asan_fake_stack;            /* sanitizer state of this context */
     void *tsan_fiber;
 } ITO_ALIGNED_CACHELINE;
+
+#define ITO__LINE_OF(member) (offsetof(struct ito__thread, member) / ITO_CACHELINE)
+#define ITO__HANDOFF_LINE ITO__LINE_OF(ctx)
+_Static_assert(ITO__LINE_OF(wait) + 1 == ITO__HANDOFF_LINE &&
+                   (offsetof(struct ito__thread, wait) + sizeof(struct ito__waiter) - ITO__WAITER_WAKE_BYTES) %
+                           ITO_CACHELINE == 0,
+               "the waiter's wake-up fields must open the hand-off line");
+_Static_assert(ITO__LINE_OF(qnext) == ITO__HANDOFF_LINE && ITO__LINE_OF(state) == ITO__HANDOFF_LINE &&
+                   ITO__LINE_OF(ready_reason) == ITO__HANDOFF_LINE && ITO__LINE_OF(started) == ITO__HANDOFF_LINE &&
+                   ITO__LINE_OF(pref_vproc) == ITO__HANDOFF_LINE,
+               "what a wake-up writes and the next vproc reads must share one cache line");
 
 /* Acquire pairs with the release store of ito__thread_set_cpus: the set's
  * words are seen as written before it was given. */

@@ -127,6 +127,8 @@ struct ito__vproc {
     bool held_turn;                         /* the next pick is a held thread's (affinity.c) */
     uint64_t last_tick_ns;                  /* last policy tick */
     uint64_t retry_at;                      /* idle.c: look again then rather than sleep on (0: no) */
+    bool idle_remote;                       /* idle.c: the last idle period ended with work from
+                                               another vproc or the global queue */
     struct ito__handover handover;
     struct ito__thread *free_threads;       /* descriptor cache */
     unsigned nfree_threads;
@@ -146,8 +148,13 @@ struct ito__vproc {
 
     /* --- written by others --- */
     _Atomic uint64_t ticks ITO_ALIGNED_CACHELINE;  /* owner: +1 per pick; others read */
+    /* The mailbox line: a thread sent here from another vproc is pushed on
+     * the inbox, and the sender reads the state to know whether to wake the
+     * vproc; the vproc takes the inbox and writes its state. One line, so
+     * that the hand-off moves one line of the vproc (docs/architecture.md,
+     * "A wake-up in cache lines"). */
     _Atomic(struct ito__thread *) inbox ITO_ALIGNED_CACHELINE; /* MPSC stack of ready threads */
-    _Atomic uint32_t run_state ITO_ALIGNED_CACHELINE;   /* ITO__VP_*; the futex word of a sleeper */
+    _Atomic uint32_t run_state;             /* ITO__VP_*; the futex word of a sleeper */
     _Atomic uint64_t sleep_deadline;        /* when a sleeping vproc wakes by itself (0: never) */
     struct ito__timer_heap timers ITO_ALIGNED_CACHELINE;
     /* The carrier: its activation's address | ITO__KS_*; the protocol,

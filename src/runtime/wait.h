@@ -53,6 +53,7 @@
 
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "runtime/spinlock.h"
@@ -68,14 +69,8 @@ enum {
 };
 
 struct ito__waiter {
-    struct ito__waiter *next, *prev;   /* queue links (object lock) */
-    struct ito__thread *thread;        /* NULL: a foreign kernel thread */
-    uint32_t epoch;                    /* ito__fork_epoch when it began waiting (runtime/fork.c) */
-    _Atomic uint64_t state;            /* seq << 2 | ITO__WAIT_* */
-    _Atomic uint32_t futex;            /* foreign waiters sleep on it: 0 wait, 1 done */
-    bool queued;                       /* linked in a queue (object lock) */
-    bool timed;                        /* has a deadline (set before linking) */
-    _Atomic bool interruptible;        /* ito__wait_interrupt may end it (wait_begin) */
+    /* What a waker does not touch: set when the wait begins, read by the
+     * object, its timer and an interrupter. */
     uintptr_t tag;                     /* for the object: e.g. reader or writer */
     uint64_t deadline;                 /* foreign waiters: absolute ns, 0 none */
     /* The object's lock and queue, for the timer that unlinks a timed-out
@@ -83,7 +78,18 @@ struct ito__waiter {
      * reads them before it knows the wait is still the one it looked at. */
     ito__spinlock *_Atomic lock;
     struct ito__waitq *_Atomic queue;
+    _Atomic uint32_t futex;            /* foreign waiters sleep on it: 0 wait, 1 done */
+    /* What a waker reads and writes: the last ITO__WAITER_WAKE_BYTES, which
+     * an ito thread's descriptor keeps in its hand-off line (thread.h). */
+    struct ito__thread *thread;        /* NULL: a foreign kernel thread */
+    struct ito__waiter *next, *prev;   /* queue links (object lock) */
+    _Atomic uint64_t state;            /* seq << 2 | ITO__WAIT_* */
+    uint32_t epoch;                    /* ito__fork_epoch when it began waiting (runtime/fork.c) */
+    bool queued;                       /* linked in a queue (object lock) */
+    bool timed;                        /* has a deadline (set before linking) */
+    _Atomic bool interruptible;        /* ito__wait_interrupt may end it (wait_begin) */
 };
+#define ITO__WAITER_WAKE_BYTES (sizeof(struct ito__waiter) - offsetof(struct ito__waiter, thread))
 
 struct ito__waitq {
     struct ito__waiter *head, *tail;
