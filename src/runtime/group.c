@@ -12,7 +12,7 @@
  * The member count decides whether the group may be destroyed. Joining and
  * destroying race on it with CAS: destroy turns 0 into ITO__GROUP_DEAD, a
  * join increments anything but DEAD, so a thread can never join a group that
- * destroy has let go of. A thread leaves at exit (ito__group_exit), under
+ * destroy has let go of. A thread leaves at exit (ito__group_leave), under
  * t->lk, and marks itself GONE so that a late ito_group_add cannot enrol a
  * thread that will never leave again.
  */
@@ -96,10 +96,10 @@ struct ito__group *ito__group_enrol(ito_group_t *gp)
 void ito__group_discharge(struct ito__group *g) { discharge(g); }
 bool ito__group_live(ito_group_t *gp) { return live(G(gp)); }
 
-void ito__group_exit(struct ito__thread *t)
+/* (Called only with a group set: a thread that never joined one keeps NULL,
+ * which nobody else writes but add, under lk.) */
+void ito__group_leave(struct ito__thread *t)
 {
-    if (!ito__group_of(t))
-        return;   /* never joined one: nobody else writes it but add, under lk */
     ito__spin_lock(&t->lk);
     struct ito__group *g = ito__group_of(t);
     set_group(t, ITO__GROUP_GONE);

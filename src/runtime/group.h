@@ -14,6 +14,8 @@
 #include <ito.h>
 #include <ito/policy.h>
 
+#include "runtime/thread.h"
+
 struct ito__thread;
 
 struct ito__group {
@@ -34,10 +36,17 @@ struct ito__group *ito__group_enrol(ito_group_t *g);
 void ito__group_discharge(struct ito__group *g);
 /* Whether g is a group that has been created and not destroyed. */
 bool ito__group_live(ito_group_t *g);
-/* t is exiting: it leaves its group. */
-void ito__group_exit(struct ito__thread *t);
+/* ito__group_exit's work for a thread that has a group. */
+void ito__group_leave(struct ito__thread *t);
 /* t's group: NULL, a live group, or ITO__GROUP_GONE (read relaxed: others
  * read it while t's owner changes it). */
 #define ito__group_of(t) (__atomic_load_n(&(t)->group, __ATOMIC_RELAXED))
+
+/* t is exiting: it leaves its group (a test when it has none). */
+static inline void ito__group_exit(struct ito__thread *t)
+{
+    if (ito__group_of(t))
+        ito__group_leave(t);
+}
 
 #endif

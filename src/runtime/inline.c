@@ -45,15 +45,6 @@ struct ito__inline_frame {
     bool detached;                  /* the child was moved off this stack */
 };
 
-bool ito__join_inline_fits(const struct ito__thread *self, const struct ito__thread *t)
-{
-    /* Room for the child's entire stack, plus a page for our own frames. */
-    if (ITO_OWN_TLS)
-        return false;   /* the child would run on its joiner's thread pointer */
-    uintptr_t sp = (uintptr_t)ito__arch_sp(), lo = (uintptr_t)self->stack.lo;
-    return self->stack.lo && sp > lo && sp - lo >= t->stack_size + 4096;
-}
-
 /* The child finished on our stack: what ito__thread_exit does for others. */
 static void finish(struct ito__thread *t)
 {

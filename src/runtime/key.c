@@ -130,11 +130,13 @@ ITO_API void *ito_getspecific(ito_key_t k)
     return sl->seq == atomic_load_explicit(&keys[k].seq, memory_order_relaxed) ? sl->value : NULL;
 }
 
+#if ITO_OWN_TLS
 bool ito__keys_any(struct ito__thread *t)
 {
     struct ito__keys **kp = keys_of(t);
     return kp && *kp;
 }
+#endif
 
 void ito__keys_run_destructors(struct ito__thread *t)
 {

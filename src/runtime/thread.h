@@ -283,13 +283,24 @@ int ito__sleep_until(uint64_t deadline);
 /* Wait until t has exited (t must be pinned: joined, or a touched future). MAY SWITCH. */
 void ito__thread_wait_exit(struct ito__thread *t);
 /* inline.c: running a joined thread that has not started on the joiner's stack */
-bool ito__join_inline_fits(const struct ito__thread *self, const struct ito__thread *t);
+/* Room on self's stack for t's entire stack, plus a page for our own frames. */
+static inline bool ito__join_inline_fits(const struct ito__thread *self, const struct ito__thread *t)
+{
+    if (ITO_OWN_TLS)
+        return false;   /* the child would run on its joiner's thread pointer */
+    uintptr_t sp = (uintptr_t)ito__arch_sp(), lo = (uintptr_t)self->stack.lo;
+    return self->stack.lo && sp > lo && sp - lo >= t->stack_size + 4096;
+}
 void ito__join_inline(struct ito__thread *self, struct ito__thread *t);
 _Noreturn void ito__inline_exit(struct ito__thread *t, void *result);
 void ito__inline_detach(struct ito__thread *t);
 /* Key destructors at exit (key.c). */
 /* t's values (runtime/key.c); with ITO_OWN_TLS, t must be the caller. */
+#if ITO_OWN_TLS
 bool ito__keys_any(struct ito__thread *t);
+#else
+static inline bool ito__keys_any(struct ito__thread *t) { return t->keys != NULL; }
+#endif
 void ito__keys_run_destructors(struct ito__thread *t);
 void ito__keys_free(struct ito__thread *t);
 void ito__keys_forked(void);   /* the child of fork (runtime/fork.c) */
