@@ -13,14 +13,15 @@
  *      own sources (inbox, policy) at every round, since a thread handed to
  *      it should start within a cache miss; the rest with exponential backoff,
  *      so as not to pound other vprocs' cache lines — and not at all for
- *      the first ITO__IDLE_QUIET_NS. A vproc that has just run out of work
+ *      the first ITO__IDLE_QUIET_NS (but once if it has not looked at them for
+ *      ITO__REMOTE_LOOK_NS). A vproc that has just run out of work
  *      is most often waiting for a wake-up from another vproc; each look
  *      at the others reads lines that the busy vprocs write at every switch
  *      (their inboxes and states, queue ends, next slots, pick counters),
  *      and each such read makes the busy vproc's next write a miss. The
- *      quiet phase took a signal-wait round trip across two vprocs from
- *      0.90x to 0.72x of its time (docs/architecture.md, "A wake-up in
- *      cache lines");
+ *      quiet phase alone took a signal-wait round trip across two vprocs to
+ *      0.92x of its time (docs/architecture.md, "A wake-up in cache
+ *      lines");
  *   3. then sleeps until woken or until the earliest timer: in io_uring_enter
  *      on its ring when it has one (so that I/O completions wake it too,
  *      runtime/ring.c), else on a futex.
@@ -81,6 +82,12 @@
  * trip across two CPUs took 0.5-1.7 µs on the machines measured, bench/
  * signalwait), short beside the stealing it delays. */
 #define ITO__IDLE_QUIET_NS 2000u
+/* A vproc that has not looked beyond its own sources for this long looks
+ * once before its quiet phase: one whose own work keeps coming back within
+ * the phase (a ping-pong) would otherwise never steal, run another vproc's
+ * due timers or rescue an inbox, while it counts as spinning, so that
+ * nobody wakes a sleeper for that work either. */
+#define ITO__REMOTE_LOOK_NS 20000u
 
 void ito__idle_init(void)
 {
@@ -251,6 +258,7 @@ static struct ito__thread *find_remote(struct ito__vproc *vp, uint64_t now)
 {
     struct ito__thread *t;
     vp->retry_at = 0;
+    vp->remote_looked_ns = now;
     if (ito__global_drain(vp, 32) && (t = ito__pick_local(vp)))
         return t;
     if (run_timers(vp, now) && (t = ito__pick_local(vp)))
@@ -347,8 +355,6 @@ static void declare_idle(struct ito__vproc *vp, bool idle)
 
 void ito__vproc_busy_again(struct ito__vproc *vp) { declare_idle(vp, false); }
 
-/* Returns a thread for vp, or NULL if vp's processor is being taken away
- * (revoke.c). */
 /* The first moments of idleness: the vproc's own sources only, until
  * `quiet` ns have passed or its processor is being taken away. */
 static struct ito__thread *look_quietly(struct ito__vproc *vp, uint64_t start, uint64_t quiet)
@@ -363,6 +369,8 @@ static struct ito__thread *look_quietly(struct ito__vproc *vp, uint64_t start, u
     }
 }
 
+/* Returns a thread for vp, or NULL if vp's processor is being taken away
+ * (revoke.c). */
 struct ito__thread *ito__idle_find(struct ito__vproc *vp)
 {
     uint64_t now = ito__now_ns();
@@ -374,9 +382,13 @@ struct ito__thread *ito__idle_find(struct ito__vproc *vp)
      * CPU), nor when the last idle period ended with work from elsewhere (a
      * thief in a fork-join program steals at once: fork-many on 2 vprocs
      * took 1.09x its time with a quiet phase before every steal). The spin
-     * loop below looks at the rest at once. */
-    uint64_t quiet = ito__rt.idle_spin_ns < ITO__IDLE_QUIET_NS ? ito__rt.idle_spin_ns : ITO__IDLE_QUIET_NS;
-    if (!ito__rt.oversubscribed && quiet && !vp->idle_remote && (t = look_quietly(vp, now, quiet))) {
+     * loop below looks at the rest at once. At most half the spin window.
+     * One look beyond its own sources first when the last is
+     * ITO__REMOTE_LOOK_NS old. */
+    uint64_t quiet = ito__rt.idle_spin_ns / 2 < ITO__IDLE_QUIET_NS ? ito__rt.idle_spin_ns / 2 : ITO__IDLE_QUIET_NS;
+    if (!ito__rt.oversubscribed && quiet && !vp->idle_remote &&
+        ((now - vp->remote_looked_ns >= ITO__REMOTE_LOOK_NS && (t = find_remote(vp, now))) ||
+         (t = look_quietly(vp, now, quiet)))) {
         stop_spinning();
         goto found;
     }

@@ -129,6 +129,7 @@ struct ito__vproc {
     uint64_t retry_at;                      /* idle.c: look again then rather than sleep on (0: no) */
     bool idle_remote;                       /* idle.c: the last idle period ended with work from
                                                another vproc or the global queue */
+    uint64_t remote_looked_ns;              /* idle.c: when it last looked beyond its own sources */
     struct ito__handover handover;
     struct ito__thread *free_threads;       /* descriptor cache */
     unsigned nfree_threads;
