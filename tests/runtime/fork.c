@@ -371,8 +371,15 @@ static void grandchildren(void)
         int e = grandchild();   /* no ito call yet in this child */
         if (!e)
             e = spawn_join(10);
-        if (!e)
+        if (!e) {
+            /* Let the kernel threads the resumed runtime started finish
+             * starting: under ASan (GCC 12), whose allocator is not locked
+             * around fork, a fork while one of them allocates leaves the
+             * lock held in the grandchild, whose first malloc (in ito's
+             * child handler) then waits for ever; glibc's malloc is safe. */
+            usleep(100000);
             e = grandchild();   /* after it resumed */
+        }
         _exit(e);
     }
     reap(pid, "grandchildren");
