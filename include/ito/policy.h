@@ -158,6 +158,14 @@ ITO_API unsigned ito_policy_idle_vprocs(void);
  * so that they do not wait for this vproc. */
 ITO_API void ito_policy_share(void);
 
+/* From steal: `surplus` ready threads are left to take beyond the one it
+ * returns (queued on this vproc by a steal that took a batch, or still on the
+ * victim). Wakes up to two sleeping vprocs (one when surplus is 1), each
+ * counted as looking for work from then on: a burst of work reaches the idle
+ * vprocs as a tree, each vproc woken so waking at most two more, instead of
+ * one after another. */
+ITO_API void ito_policy_spread(unsigned surplus);
+
 /* Ask vproc `vproc` to give way: the thread it runs now is switched out at
  * its next safe point — sent the time-slice signal at once — and
  * enqueued with ITO_READY_DISPLACED; the vproc then picks again. Meant for a

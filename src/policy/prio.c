@@ -309,7 +309,10 @@ static ito_policy_node_t *prio_steal(ito_policy_vproc_t *vp)
     if (p->one_queue || vp->count < 2)
         return NULL;   /* one queue: pick already looked at everything */
     struct prio_queue *q = more_urgent(vp, -1);
-    return q ? pop(q) : NULL;
+    ito_policy_node_t *n = q ? pop(q) : NULL;
+    if (n && top_of(q) >= 0)
+        ito_policy_spread(1);   /* more where it came from: another idle vproc may take it */
+    return n;
 }
 
 /* A joiner may run its not-yet-started child at once only if the child is

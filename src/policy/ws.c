@@ -286,7 +286,8 @@ static ito_policy_node_t *steal_yq(struct ws *thief, struct ws *victim)
 /* Take up to half of victim's deque: the first to run, the rest onto ours. */
 static ito_policy_node_t *steal_half(struct ws *thief, struct ws *victim)
 {
-    int64_t want = (ito__deque_size(&victim->dq) + 1) / 2;
+    int64_t size = ito__deque_size(&victim->dq);
+    int64_t want = (size + 1) / 2;
     if (want > ITO__WS_STEAL_MAX)
         want = ITO__WS_STEAL_MAX;
     ito_policy_node_t *first = NULL;
@@ -303,6 +304,9 @@ static ito_policy_node_t *steal_half(struct ws *thief, struct ws *victim)
             ito__deque_push(&thief->dq, x);
         got++;
     }
+    /* The rest of a burst, here and on the victim: for more idle vprocs. */
+    if (first && size > 1)
+        ito_policy_spread((unsigned)(size - 1));
     return first;
 }
 

@@ -42,9 +42,17 @@
  * on every running thread of the process, and the producer needs only a
  * compiler barrier. Without membarrier both sides use a seq_cst fence.
  *
- * Like Go's scheduler, a spinning vproc that finds work and was the last one
- * spinning wakes another sleeper, so that a burst of work spreads to all
- * vprocs without every producer paying for a futex wake.
+ * A burst of work (a loop of spawns) must reach every idle vproc at once,
+ * without every producer paying for a futex wake. A waker counts the vproc
+ * it wakes as spinning before it wakes it (state WOKEN), so that the spawns
+ * that follow see a vproc looking and wake nobody. As in Go's scheduler, a
+ * spinning vproc that finds work and was the last one spinning wakes
+ * another sleeper. Beyond Go's, a steal that takes more threads than it runs
+ * (ws takes half a deque) wakes up to two more (ito_policy_spread), and
+ * those do the same: the woken vprocs double at each step, log2(vprocs)
+ * wake-up latencies instead of one per vproc in a chain. A vproc that finds
+ * work in its last look before sleeping, when it no longer counts as
+ * spinning, is a producer for what its steal left on its own queue.
  *
  * Rejected: a sleeping vproc that wakes up periodically to poll (uses CPU,
  * adds latency); one global condition variable (a lock on every wake-up).
@@ -114,13 +122,16 @@ void ito__fence_heavy(void)
     }
 }
 
-/* Wake vp if it sleeps. */
-bool ito__vproc_wake(struct ito__vproc *vp)
+/* Wake vp if it sleeps, into state `to`. */
+static bool wake_into(struct ito__vproc *vp, uint32_t to)
 {
     uint32_t s = ITO__VP_SLEEPING;
+    /* Release pairs with the sleeper's acquire exchange of its state: the
+     * count wake_spinning made before is ordered before the decrement the
+     * woken vproc makes when it stops spinning. */
     if (atomic_load_explicit(&vp->run_state, memory_order_relaxed) == ITO__VP_SLEEPING &&
-        atomic_compare_exchange_strong_explicit(&vp->run_state, &s, ITO__VP_IDLE,
-                                                memory_order_relaxed, memory_order_relaxed)) {
+        atomic_compare_exchange_strong_explicit(&vp->run_state, &s, to,
+                                                memory_order_release, memory_order_relaxed)) {
         if (vp->ring)
             ito__ring_kick(vp->ring);   /* it sleeps on its ring (runtime/ring.c) */
         else
@@ -130,18 +141,46 @@ bool ito__vproc_wake(struct ito__vproc *vp)
     return false;
 }
 
-void ito__wake_one(void)
+bool ito__vproc_wake(struct ito__vproc *vp) { return wake_into(vp, ITO__VP_IDLE); }
+
+/* Wake up to `want` sleeping vprocs, each counted as spinning from now on
+ * (state WOKEN: the vproc does not count itself again), so that the producers
+ * that follow see a vproc looking and do not pay for a wake-up each while it
+ * gets up. The count comes first: between it and the CAS it may stand for a
+ * vproc that is not woken after all (undone at once), which at worst makes a
+ * producer skip a wake-up that a vproc about to sleep makes up for, as it
+ * looks everywhere once more after saying so (the Dekker pair above). */
+static unsigned wake_spinning(unsigned want, const struct ito__vproc *self)
 {
     static _Atomic unsigned rotor;   /* spreads wake-ups; a hint, races are harmless */
-    unsigned n = (unsigned)ito__rt.nvprocs;
+    unsigned n = (unsigned)ito__rt.nvprocs, woken = 0;
     unsigned start = atomic_load_explicit(&rotor, memory_order_relaxed);
-    for (unsigned i = 0; i < n; i++) {
+    for (unsigned i = 0; i < n && woken < want; i++) {
         unsigned k = (start + i) % n;
-        if (ito__vproc_wake(ito__rt.vprocs[k])) {
+        struct ito__vproc *vp = ito__rt.vprocs[k];
+        /* (self: a vproc stealing in its last look before sleeping is
+         * SLEEPING already) */
+        if (vp == self || atomic_load_explicit(&vp->run_state, memory_order_relaxed) != ITO__VP_SLEEPING)
+            continue;
+        atomic_fetch_add_explicit(&ito__rt.nspinning, 1, memory_order_seq_cst);
+        if (wake_into(vp, ITO__VP_WOKEN)) {
             atomic_store_explicit(&rotor, k + 1, memory_order_relaxed);
-            return;
+            woken++;
+        } else {
+            atomic_fetch_sub_explicit(&ito__rt.nspinning, 1, memory_order_seq_cst);
         }
     }
+    return woken;
+}
+
+void ito__wake_one(void) { wake_spinning(1, NULL); }
+
+/* A burst reaches the idle vprocs as a tree: a vproc that took threads to
+ * spare wakes up to two more, which do the same. */
+void ito__idle_spread(const struct ito__vproc *self, unsigned surplus)
+{
+    if (surplus && atomic_load_explicit(&ito__rt.nsleeping, memory_order_relaxed) > 0)
+        wake_spinning(surplus < 2 ? surplus : 2, self);
 }
 
 /* Something was placed where vp looks (its inbox, its policy's structure):
@@ -316,13 +355,19 @@ static void maybe_exit_process(void)
         exit(0);
 }
 
+/* A vproc leaves with work in hand and none is left looking: more may be
+ * coming, or be left where it found this (a steal that took a batch), so
+ * let another vproc take over the looking. */
+static void hand_over_looking(void)
+{
+    if (atomic_load_explicit(&ito__rt.nsleeping, memory_order_relaxed) > 0)
+        ito__wake_one();
+}
+
 static void stop_spinning(void)
 {
-    /* The last spinner leaves with work in hand: more may be coming, so let
-     * another vproc take over the looking. */
-    if (atomic_fetch_sub_explicit(&ito__rt.nspinning, 1, memory_order_seq_cst) == 1 &&
-        atomic_load_explicit(&ito__rt.nsleeping, memory_order_relaxed) > 0)
-        ito__wake_one();
+    if (atomic_fetch_sub_explicit(&ito__rt.nspinning, 1, memory_order_seq_cst) == 1)
+        hand_over_looking();
 }
 
 /* Does a vproc whose processor was taken away still run a thread? Its
@@ -435,6 +480,7 @@ struct ito__thread *ito__idle_find(struct ito__vproc *vp)
         ito__fence_heavy();
         t = find_work(vp, ito__now_ns());
         bool idle_timeout = false;
+        uint32_t was;
         if (!t) {
             maybe_exit_process();
             ito__sigmask_idle(ito__activation_self());
@@ -464,19 +510,32 @@ struct ito__thread *ito__idle_find(struct ito__vproc *vp)
                 if (r == ETIMEDOUT)
                     break;
             }
-            if (atomic_exchange_explicit(&vp->run_state, ITO__VP_IDLE, memory_order_acquire) ==
-                ITO__VP_IDLE)
+            if ((was = atomic_exchange_explicit(&vp->run_state, ITO__VP_IDLE, memory_order_acquire)) !=
+                ITO__VP_SLEEPING)
                 ITO_STAT_INC(vp, wakeups);
             idle_timeout = declare_at && ito__now_ns() >= declare_at;
         } else {
-            atomic_store_explicit(&vp->run_state, ITO__VP_IDLE, memory_order_relaxed);
+            was = atomic_exchange_explicit(&vp->run_state, ITO__VP_IDLE, memory_order_acquire);
         }
+        /* WOKEN: the waker counted this vproc as spinning (wake_spinning). */
+        bool counted = was == ITO__VP_WOKEN;
         atomic_fetch_sub_explicit(&ito__rt.nsleeping, 1, memory_order_seq_cst);
-        if (t || ito__vproc_revoked(vp))
+        if (t || ito__vproc_revoked(vp)) {
+            if (counted)
+                stop_spinning();
+            else if (t)
+                /* Found in the last look, when it no longer counted as
+                 * spinning: what a steal there took beyond t is new work on
+                 * its queue, for which it is the producer (the Dekker pair
+                 * above). Without this, that batch stayed behind the thread
+                 * it runs while the others slept (slices off: for ever). */
+                ito__idle_notify();
             goto found;
+        }
         if (idle_timeout && !revocation_running())
             declare_idle(vp, true);
-        atomic_fetch_add_explicit(&ito__rt.nspinning, 1, memory_order_seq_cst);
+        if (!counted)
+            atomic_fetch_add_explicit(&ito__rt.nspinning, 1, memory_order_seq_cst);
         now = ito__now_ns();
     }
 found:

@@ -111,6 +111,13 @@ ITO_API void ito_policy_retry_after(uint64_t ns)
     ito__critical_exit();
 }
 
+ITO_API void ito_policy_spread(unsigned surplus)
+{
+    ito__critical_enter();
+    ito__idle_spread(ito__vproc_self(), surplus);
+    ito__critical_exit();
+}
+
 ITO_API void ito_policy_preempt(int index)
 {
     struct ito__vproc *vp = ito__vproc_at(index);

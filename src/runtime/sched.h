@@ -19,6 +19,9 @@ void ito__vproc_kick(struct ito__vproc *vp);
 void ito__idle_init(void);
 void ito__idle_timer_armed(uint64_t deadline);
 void ito__wake_one(void);
+/* A steal by `self` (or NULL) took `surplus` threads more than it runs:
+ * wake up to two other sleepers. */
+void ito__idle_spread(const struct ito__vproc *self, unsigned surplus);
 /* The sleeper's (rare) side of an asymmetric fence: membarrier, or a full fence. */
 void ito__fence_heavy(void);
 

@@ -193,10 +193,11 @@ static inline pid_t ito__activation_tid(const struct ito__activation *a)
 
 /* What a vproc is doing: running threads; idle in its scheduler context
  * (looking for work); asleep in the kernel; without a processor (the
- * allocator revoked it: cpushare/revoke.c). Written by the owner, except
- * SLEEPING -> IDLE by whoever wakes it and REVOKED -> IDLE by the allocator's
- * agent that grants the processor back. */
-enum { ITO__VP_IDLE = 0, ITO__VP_SLEEPING = 1, ITO__VP_BUSY = 2, ITO__VP_REVOKED = 3 };
+ * allocator revoked it: cpushare/revoke.c); woken by a waker that counted
+ * it among the spinning vprocs (idle.c: like IDLE to everyone else). Written
+ * by the owner, except SLEEPING -> IDLE or WOKEN by whoever wakes it and
+ * REVOKED -> IDLE by the allocator's agent that grants the processor back. */
+enum { ITO__VP_IDLE = 0, ITO__VP_SLEEPING = 1, ITO__VP_BUSY = 2, ITO__VP_REVOKED = 3, ITO__VP_WOKEN = 4 };
 
 /* The activation running the caller, NULL for a foreign kernel thread.
  * An ito thread may be preempted and resume on another activation at any
