@@ -280,6 +280,8 @@ static ito_policy_node_t *steal_yq(struct ws *thief, struct ws *victim)
             nx = x->next;
             ito__deque_push(&thief->dq, x);
         }
+    if (n > 1)
+        ito_policy_spread(n - 1);   /* the rest, here and on the victim */
     return first;
 }
 

@@ -126,12 +126,9 @@ void ito__fence_heavy(void)
 static bool wake_into(struct ito__vproc *vp, uint32_t to)
 {
     uint32_t s = ITO__VP_SLEEPING;
-    /* Release pairs with the sleeper's acquire exchange of its state: the
-     * count wake_spinning made before is ordered before the decrement the
-     * woken vproc makes when it stops spinning. */
     if (atomic_load_explicit(&vp->run_state, memory_order_relaxed) == ITO__VP_SLEEPING &&
         atomic_compare_exchange_strong_explicit(&vp->run_state, &s, to,
-                                                memory_order_release, memory_order_relaxed)) {
+                                                memory_order_relaxed, memory_order_relaxed)) {
         if (vp->ring)
             ito__ring_kick(vp->ring);   /* it sleeps on its ring (runtime/ring.c) */
         else
@@ -146,10 +143,12 @@ bool ito__vproc_wake(struct ito__vproc *vp) { return wake_into(vp, ITO__VP_IDLE)
 /* Wake up to `want` sleeping vprocs, each counted as spinning from now on
  * (state WOKEN: the vproc does not count itself again), so that the producers
  * that follow see a vproc looking and do not pay for a wake-up each while it
- * gets up. The count comes first: between it and the CAS it may stand for a
- * vproc that is not woken after all (undone at once), which at worst makes a
- * producer skip a wake-up that a vproc about to sleep makes up for, as it
- * looks everywhere once more after saying so (the Dekker pair above). */
+ * gets up. The count follows the wake-up, so it only ever stands for a vproc
+ * that is awake and will look (with the heavy fence before it sleeps again);
+ * counting first could stand for none, when the CAS fails, and a producer
+ * reading it would wake nobody. The woken vproc may stop spinning before the
+ * count is made, so nspinning may be -1 for a moment: every test treats a
+ * count below 1 as nobody spinning, which costs at most one wake-up more. */
 static unsigned wake_spinning(unsigned want, const struct ito__vproc *self)
 {
     static _Atomic unsigned rotor;   /* spreads wake-ups; a hint, races are harmless */
@@ -162,12 +161,10 @@ static unsigned wake_spinning(unsigned want, const struct ito__vproc *self)
          * SLEEPING already) */
         if (vp == self || atomic_load_explicit(&vp->run_state, memory_order_relaxed) != ITO__VP_SLEEPING)
             continue;
-        atomic_fetch_add_explicit(&ito__rt.nspinning, 1, memory_order_seq_cst);
         if (wake_into(vp, ITO__VP_WOKEN)) {
+            atomic_fetch_add_explicit(&ito__rt.nspinning, 1, memory_order_seq_cst);
             atomic_store_explicit(&rotor, k + 1, memory_order_relaxed);
             woken++;
-        } else {
-            atomic_fetch_sub_explicit(&ito__rt.nspinning, 1, memory_order_seq_cst);
         }
     }
     return woken;
@@ -366,7 +363,8 @@ static void hand_over_looking(void)
 
 static void stop_spinning(void)
 {
-    if (atomic_fetch_sub_explicit(&ito__rt.nspinning, 1, memory_order_seq_cst) == 1)
+    /* <= 1: see wake_spinning */
+    if (atomic_fetch_sub_explicit(&ito__rt.nspinning, 1, memory_order_seq_cst) <= 1)
         hand_over_looking();
 }
 
@@ -515,7 +513,7 @@ struct ito__thread *ito__idle_find(struct ito__vproc *vp)
                 ITO_STAT_INC(vp, wakeups);
             idle_timeout = declare_at && ito__now_ns() >= declare_at;
         } else {
-            was = atomic_exchange_explicit(&vp->run_state, ITO__VP_IDLE, memory_order_acquire);
+            was = atomic_exchange_explicit(&vp->run_state, ITO__VP_IDLE, memory_order_relaxed);
         }
         /* WOKEN: the waker counted this vproc as spinning (wake_spinning). */
         bool counted = was == ITO__VP_WOKEN;
@@ -523,13 +521,18 @@ struct ito__thread *ito__idle_find(struct ito__vproc *vp)
         if (t || ito__vproc_revoked(vp)) {
             if (counted)
                 stop_spinning();
-            else if (t)
+            else if (t) {
                 /* Found in the last look, when it no longer counted as
                  * spinning: what a steal there took beyond t is new work on
                  * its queue, for which it is the producer (the Dekker pair
-                 * above). Without this, that batch stayed behind the thread
-                 * it runs while the others slept (slices off: for ever). */
-                ito__idle_notify();
+                 * above; ws and prio also spread). Without this, a batch
+                 * stayed behind the thread it runs while the others slept
+                 * (slices off: for ever). Rare (the work came during the
+                 * last look); not a demand for processors (t may be all). */
+                ito__fence_light();
+                if (atomic_load_explicit(&ito__rt.nspinning, memory_order_relaxed) <= 0)
+                    hand_over_looking();
+            }
             goto found;
         }
         if (idle_timeout && !revocation_running())

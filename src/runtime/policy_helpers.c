@@ -72,8 +72,10 @@ ITO_API int ito_policy_running_priority(int vproc)
 
 ITO_API unsigned ito_policy_idle_vprocs(void)
 {
-    return (unsigned)(atomic_load_explicit(&ito__rt.nspinning, memory_order_relaxed) +
-                      atomic_load_explicit(&ito__rt.nsleeping, memory_order_relaxed));
+    /* The count of spinning vprocs may be -1 for a moment (idle.c, wake_spinning). */
+    int n = atomic_load_explicit(&ito__rt.nspinning, memory_order_relaxed) +
+            atomic_load_explicit(&ito__rt.nsleeping, memory_order_relaxed);
+    return n > 0 ? (unsigned)n : 0;
 }
 
 ITO_API bool ito_policy_vproc_active(int vproc)

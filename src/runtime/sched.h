@@ -40,7 +40,8 @@ static inline void ito__fence_light(void)
 static inline void ito__idle_notify(void)
 {
     ito__fence_light();
-    if (ITO_UNLIKELY(atomic_load_explicit(&ito__rt.nspinning, memory_order_relaxed) == 0)) {
+    /* <= 0: a woken vproc may stop spinning before its waker counts it (idle.c) */
+    if (ITO_UNLIKELY(atomic_load_explicit(&ito__rt.nspinning, memory_order_relaxed) <= 0)) {
         if (atomic_load_explicit(&ito__rt.nsleeping, memory_order_relaxed) > 0)
             ito__wake_one();
         else if (ITO_UNLIKELY(atomic_load_explicit(&ito__rt.nrevoked, memory_order_relaxed) > 0))
