@@ -13,8 +13,8 @@ class Burst(Experiment):
     name = "burst"
     order = 25
     title = "Burst: one thread per processor spawned at once onto sleeping processors, time until all run"
-    source = "issue 19 (work reaching idle vprocs)"
-    summary = ("burst", "issue 19", "after a 5 ms pause (every other processor asleep), spawn one thread per "
+    source = "ito's scaling target (work reaching every idle processor at once)"
+    summary = ("burst", "ito's target", "after a 5 ms pause (every other processor asleep), spawn one thread per "
                "processor, each computing 500 us; time from the first spawn until all have started (median "
                "of the rounds)")
     programs = ("burst",)
