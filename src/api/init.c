@@ -122,11 +122,11 @@ static int start(const ito_config_t *c, bool adopt)
     ito__rt.page = (size_t)sysconf(_SC_PAGESIZE);
 
     int n = c->vprocs;
-    if (!n)
-        n = (int)ito__env_int("ITO_VPROCS", 0, 1, ITO__VPROCS_MAX, false);
     if (!n) {
+        /* One per usable CPU unless ITO_VPROCS says otherwise; a bad value
+         * is reported with the number used instead. */
         int cpus[CPU_SETSIZE];
-        n = ito__cpus_usable(cpus, CPU_SETSIZE);
+        n = (int)ito__env_int("ITO_VPROCS", ito__cpus_usable(cpus, CPU_SETSIZE), 1, ITO__VPROCS_MAX, false);
     }
     size_t stack = c->stack_size ? c->stack_size : ito__default_stack_size();
     long long spin = c->idle_spin_us >= 0 ? c->idle_spin_us
