@@ -65,6 +65,7 @@ static void finish(struct ito__thread *t)
 
 ITO_NOINLINE void ito__join_inline(struct ito__thread *self, struct ito__thread *t)
 {
+    ITO_ASSERT(!t->started);   /* a thread that ran has a context of its own (thread.c) */
     struct ito__activation *act = ito__activation_self();
     struct ito__vproc *vp = act->vp;
     struct ito__inline_frame f;

@@ -451,8 +451,13 @@ int ito__join(ito_thread_t th, void **result)
                 (!ito__thread_cpus(t) || ito__affinity_place(ito__vproc_self(), t) == ito__vproc_self()) &&
                 ito__rt.policy->take(pv, &t->node) && ito__claim(t)) {
                 /* Not started yet: run it right now — on our own stack if it
-                 * fits there (inline.c), else on its own. */
-                if (ito__join_inline_fits(self, t))
+                 * fits there (inline.c), else on its own. It was NEW when we
+                 * looked, but another vproc may have started it since and it
+                 * may be queued again (READY, with a saved context): only a
+                 * thread that never ran may start afresh on our stack.
+                 * `started` was written before it first ran, and reaches us
+                 * through the queue that `take` took it from. */
+                if (!t->started && ito__join_inline_fits(self, t))
                     ito__join_inline(self, t);
                 else
                     ito__switch_to(self, t);
