@@ -83,7 +83,7 @@ int main(int argc, char **argv)
         ito_start(cpus);
     else
         restrict_to_cpus(cpus);
-    int v = ito ? ito_vproc_count() : (cpus ? cpus : cpus_usable());
+    int v = ito ? ito_vproc_count() : cpus;
     nthreads = (long)arg_int(argc, argv, "--threads", v);
     long work_us = (long)arg_int(argc, argv, "--work-us", 500);
     long rounds = (long)arg_int(argc, argv, "--rounds", 41);
@@ -101,7 +101,7 @@ int main(int argc, char **argv)
     pthread_t *pt = xmalloc((size_t)nthreads * sizeof *pt);
     ito_stats_t s0, s1;
     if (ito)
-        ito_stats_get(&s0);
+        CHECK0(ito_stats_get(&s0));
     for (long r = 0; r < rounds; r++) {
         struct timespec pause = { 0, 5000000 };
         if (ito)
@@ -139,7 +139,7 @@ int main(int argc, char **argv)
         spawn[r] = (t1 - t0) / (uint64_t)nthreads;
     }
     if (ito)
-        ito_stats_get(&s1);
+        CHECK0(ito_stats_get(&s1));
     qsort(reach, (size_t)rounds, sizeof *reach, cmp_u64);
     qsort(spawn, (size_t)rounds, sizeof *spawn, cmp_u64);
     qsort(reached, (size_t)rounds, sizeof *reached, cmp_u64);

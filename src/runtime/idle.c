@@ -44,8 +44,8 @@
  *
  * A burst of work (a loop of spawns) must reach every idle vproc at once,
  * without every producer paying for a futex wake. A waker counts the vproc
- * it wakes as spinning before it wakes it (state WOKEN), so that the spawns
- * that follow see a vproc looking and wake nobody. As in Go's scheduler, a
+ * it wakes as spinning as soon as it has woken it (state WOKEN), so that the
+ * spawns that follow see a vproc looking and wake nobody. As in Go's scheduler, a
  * spinning vproc that finds work and was the last one spinning wakes
  * another sleeper. Beyond Go's, a steal that takes more threads than it runs
  * (ws takes half a deque) wakes up to two more (ito_policy_spread), and
