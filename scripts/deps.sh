@@ -7,7 +7,7 @@
 set -eu
 what=${1:-build}
 
-pkgs="cmake ninja-build gcc make pkg-config liburing-dev libhwloc-dev"
+pkgs="cmake ninja-build gcc make pkg-config liburing-dev libhwloc-dev libunwind-dev systemtap-sdt-dev"
 case "$what" in
   # g++: tests/posix/cxx_unwind.cpp. Unmodified programs that libito-pthread
   # runs (tests/posix/programs.sh,

@@ -74,7 +74,7 @@ ITO_API int ito_barrier_wait(ito_barrier_t *ub)
     struct ito__waiter local;
     struct ito__waiter *w = ito__waiter_init(&local);
     ito__waitq_push(&b->q, w);
-    ito__wait_begin(w, 0, &b->lk, &b->q);
+    ito__wait_begin(w, 0, &b->lk, &b->q, ITO__ON_BARRIER, b);
     ito__spin_unlock(&b->lk);
     ito__wait_end(w, &b->lk, &b->q);
     return 0;

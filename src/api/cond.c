@@ -67,7 +67,7 @@ struct ito__waiter *ito__cond_wait_begin(struct ito__cond *c, struct ito__waiter
     }
     struct ito__waiter *w = ito__waiter_init(local);
     ito__waitq_push(&c->q, w);
-    ito__wait_begin(w, deadline, &c->lk, &c->q);
+    ito__wait_begin(w, deadline, &c->lk, &c->q, ITO__ON_COND, c);
     ito__spin_unlock(&c->lk);
     return w;
 }

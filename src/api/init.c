@@ -19,17 +19,21 @@
 
 #include <ito.h>
 
+#include "base/backtrace.h"
 #include "base/libc.h"
 #include "base/env.h"
 #include "base/panic.h"
+#include "runtime/deadlock.h"
 #include "runtime/event.h"
 #include "runtime/fork.h"
 #include "api/init.h"
+#include "api/owner.h"
 #include "policy/registry.h"
 #include "runtime/runtime.h"
 #include "runtime/sched.h"
 #include "runtime/sigmask.h"
 #include "runtime/stack.h"
+#include "runtime/trace.h"
 #include "runtime/vproc.h"
 #include "cpushare/agent.h"
 #include "cpushare/revoke.h"
@@ -112,6 +116,7 @@ static void fill_hooks(void)
     ito__hooks.revoked = ito__revoke_park;
     ito__hooks.rescue = ito__revoke_rescue;
     ito__hooks.repin = ito__revoke_repin;
+    ito__hooks.lock_owner = ito__lock_owner;
     /* tp_new, tp_done and preempted_resume are the posix layer's (src/posix), if any. */
     ito__arch_tp_init();
 }
@@ -137,9 +142,16 @@ static int start(const ito_config_t *c, bool adopt)
         pol = ito__policy_find(c->policy);
     } else if (ito__env_str("ITO_POLICY")) {
         pol = ito__policy_find(ito__env_str("ITO_POLICY"));
-        if (!pol)
-            ito__warn("ignoring ITO_POLICY='%s': no such policy (built in: ws, fifo, prio, prio-shared, affinity); using ws",
-                      ito__env_str("ITO_POLICY"));
+        if (!pol) {
+            /* The registry's names: the built-in policies and any the
+             * application registered before ito started. A policy name is
+             * shorter than ITO_POLICY_NAME_MAX: a longer value is cut. */
+            char names[ITO_POLICIES_MAX * (ITO_POLICY_NAME_MAX + 2)];
+            ito__policy_names(names, sizeof names);
+            const char *v = ito__env_str("ITO_POLICY");
+            ito__warn("ignoring ITO_POLICY='%.*s%s': no such policy; accepted: %s; using ws",
+                      ITO_POLICY_NAME_MAX, v, strlen(v) > ITO_POLICY_NAME_MAX ? "..." : "", names);
+        }
     }
     if (!pol)
         pol = ito__policy_find("ws");
@@ -157,6 +169,9 @@ static int start(const ito_config_t *c, bool adopt)
         return e;
     ito__rt.stack_size = ito__stack_round(stack);
     ito__idle_init();
+    ito__deadlock_init();
+    ito__bt_init();
+    ito__trace_init();   /* ITO_TRACE (runtime/trace.c) */
     if ((e = ito__vprocs_create(n, pin)))
         return e;
     void *shared = NULL;

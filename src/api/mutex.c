@@ -27,6 +27,7 @@
 #include "runtime/runtime.h"
 #include "api/mutex.h"
 #include "api/owner.h"
+#include "api/rwlock.h"
 #include "runtime/wait.h"
 
 #define MUTEX_SPINS 64
@@ -37,6 +38,26 @@ _Static_assert(_Alignof(struct ito__mutex) <= _Alignof(ito_mutex_t), "ito_mutex_
 static __thread uint64_t foreign_id __attribute__((aligned(8)));
 
 uintptr_t ito__owner_foreign(void) { return (uintptr_t)&foreign_id | ITO__OWNER_FOREIGN; }
+
+/* Who holds a lock that a blocked thread waits on, for the thread reports
+ * (runtime/hooks.h: lock_owner): a mutex's lock word (also the POSIX
+ * face's), a rwlock's writer. Read relaxed: a report shows a moment. */
+struct ito__thread *ito__lock_owner(int on, const void *obj, bool *foreign)
+{
+    uintptr_t o;
+    if (on == ITO__ON_MUTEX)
+        o = atomic_load_explicit((_Atomic uintptr_t *)obj, memory_order_relaxed) &
+            ~(ITO__MUTEX_WAITERS | ITO__MUTEX_DESTROYED);
+    else if (on == ITO__ON_RWLOCK)
+        o = __atomic_load_n(&((const struct ito__rwlock *)obj)->writer, __ATOMIC_RELAXED);
+    else
+        return NULL;
+    if (o & ITO__OWNER_FOREIGN) {
+        *foreign = true;
+        return NULL;
+    }
+    return (struct ito__thread *)o;
+}
 
 static inline struct ito__mutex *M(ito_mutex_t *m) { return (struct ito__mutex *)m; }
 
@@ -116,7 +137,7 @@ int ito__lockword_lock_slow(_Atomic uintptr_t *word, ito__spinlock *lk, struct i
             ito__waitq_push_front(q, wt);   /* woken but lost the race: keep its place */
         else
             ito__waitq_push(q, wt);
-        ito__wait_begin(wt, deadline, lk, q);
+        ito__wait_begin(wt, deadline, lk, q, ITO__ON_MUTEX, word);
         ito__spin_unlock(lk);
         if (ito__wait_end(wt, lk, q) == ETIMEDOUT)
             return ETIMEDOUT;

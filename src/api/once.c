@@ -47,7 +47,7 @@ ITO_API int ito_once(ito_once_t *uo, void (*fn)(void))
         }
         struct ito__waiter *w = ito__waiter_init(&local);
         ito__waitq_push(&o->q, w);
-        ito__wait_begin(w, 0, &o->lk, &o->q);
+        ito__wait_begin(w, 0, &o->lk, &o->q, ITO__ON_ONCE, o);
         ito__spin_unlock(&o->lk);
         ito__wait_end(w, &o->lk, &o->q);
         return 0;

@@ -13,6 +13,8 @@
 #define ITO__OWNER_FOREIGN ((uintptr_t)4)
 
 uintptr_t ito__owner_foreign(void);
+/* runtime/hooks.h's lock_owner (mutex.c). */
+struct ito__thread *ito__lock_owner(int on, const void *obj, bool *foreign);
 
 static inline uintptr_t ito__owner_self(void)
 {

@@ -96,7 +96,7 @@ static int rw_acquire(struct ito__rwlock *l, bool write, bool prefer_readers, ui
     if (write)
         l->waiting_writers++;
     ito__waitq_push(&l->q, w);
-    ito__wait_begin(w, deadline, &l->lk, &l->q);
+    ito__wait_begin(w, deadline, &l->lk, &l->q, ITO__ON_RWLOCK, l);
     *queued = w;
     return 1;
 }

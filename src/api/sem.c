@@ -93,7 +93,7 @@ static int sem_wait(struct ito__sem *s, uint64_t deadline)
     }
     struct ito__waiter *w = ito__waiter_init(&local);
     ito__waitq_push(&s->q, w);
-    ito__wait_begin(w, deadline, &s->lk, &s->q);
+    ito__wait_begin(w, deadline, &s->lk, &s->q, ITO__ON_SEM, s);
     ito__spin_unlock(&s->lk);
     return ito__wait_end(w, &s->lk, &s->q);   /* 0: post handed us its unit */
 }

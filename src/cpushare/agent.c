@@ -573,12 +573,16 @@ void ito__agent_configure(void)
         for (const char *p = domain; *p; p++)
             if (!(*p >= 'a' && *p <= 'z') && !(*p >= 'A' && *p <= 'Z') && !(*p >= '0' && *p <= '9') &&
                 *p != '-' && *p != '_') {
-                ito__warn("ignoring ITO_ALLOC_DOMAIN='%s': use letters, digits, '-' and '_' only", domain);
+                ito__warn("ignoring ITO_ALLOC_DOMAIN='%.64s%s': not a domain name; accepted: 1 to 64 letters, "
+                          "digits, '-' and '_'; using no domain (sharing with this user's ito processes that "
+                          "name none)", domain, strlen(domain) > 64 ? "..." : "");
                 domain = NULL;
                 break;
             }
         if (domain && strlen(domain) > 64) {
-            ito__warn("ignoring ITO_ALLOC_DOMAIN: longer than 64 characters");
+            ito__warn("ignoring ITO_ALLOC_DOMAIN='%.64s...': longer than 64 characters; accepted: 1 to 64 "
+                      "letters, digits, '-' and '_'; using no domain (sharing with this user's ito processes "
+                      "that name none)", domain);
             domain = NULL;
         }
     }

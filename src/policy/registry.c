@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -94,6 +95,23 @@ const ito_policy_ops_t *ito__policy_find(const char *name)
             r = table[i];
     ito__libc_pthread_mutex_unlock(&lock);
     return r;
+}
+
+void ito__policy_names(char *buf, size_t n)
+{
+    if (!n)
+        return;
+    ito__policies_builtin();
+    size_t at = 0;
+    buf[0] = '\0';
+    ito__libc_pthread_mutex_lock(&lock);
+    for (int i = 0; i < ntable && at < n; i++) {
+        int w = snprintf(buf + at, n - at, "%s%s", i ? ", " : "", table[i]->name);
+        if (w < 0)
+            break;
+        at += (size_t)w;   /* past n - 1: snprintf cut it short, and the loop ends */
+    }
+    ito__libc_pthread_mutex_unlock(&lock);
 }
 
 static void register_builtin(void)

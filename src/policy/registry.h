@@ -8,6 +8,10 @@
 
 /* The policy registered as `name`, or NULL. */
 const ito_policy_ops_t *ito__policy_find(const char *name);
+/* The names of the registered policies, built-in ones first, in the order
+ * they were registered, separated by ", " ("ws, fifo, ..."): into buf (n
+ * bytes, always NUL-terminated; cut short if too small). For messages. */
+void ito__policy_names(char *buf, size_t n);
 /* Register the built-in policies (once; idempotent). */
 void ito__policies_builtin(void);
 /* The child of fork: the registry's lock is free (api/init.c). */

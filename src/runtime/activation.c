@@ -38,6 +38,7 @@
 #include "runtime/vproc.h"
 #include "runtime/hooks.h"
 #include "runtime/sigmask.h"
+#include "runtime/trace.h"
 
 /* Read only from assembly (arch.h): `used` and `externally_visible` keep
  * link-time optimization from dropping or renaming it. */
@@ -222,6 +223,7 @@ void ito__activation_park(struct ito__activation *a)
         ITO_STAT_INC(a->vp, stalls);
     else
         ITO_STAT_INC(a->vp, handoffs);
+    ITO_TRACE_EVENT(handoff, a->vp->index, ito__trace_thread_of(a->handoff_thread), a->stall_handoff);
     if (a->handoff_thread) {
         ito__event(ITO_EVENT_BLOCKED, a->vp, a->handoff_thread);
         a->handoff_thread = 0;
@@ -285,6 +287,7 @@ int ito__activation_adopt(struct ito__vproc *vp)
     uint64_t ctl = atomic_load_explicit(&t->ctl, memory_order_relaxed) & ~(uint64_t)UINT32_MAX;
     atomic_store_explicit(&t->ctl, ctl, memory_order_release);
     ito__vproc_set_current(vp, t);
+    ITO_TRACE_EVENT(run, vp->index, (int64_t)t->index);
     atomic_store_explicit(&vp->run_state, ITO__VP_BUSY, memory_order_relaxed);
     ito__activation_setup_self(a, true);
     atomic_store_explicit(&t->sigmask, a->kmask, memory_order_relaxed);

@@ -8,6 +8,8 @@
 #include <ito.h>
 
 #include "base/compiler.h"
+#include "runtime/trace.h"
+#include "runtime/vproc.h"
 
 struct ito__vproc;
 struct ito__thread;
@@ -31,6 +33,7 @@ void ito__event_forked(void);   /* the child of fork (runtime/fork.c) */
 
 static inline void ito__event(ito_event_kind_t kind, struct ito__vproc *vp, uint64_t thread_id)
 {
+    ITO_TRACE_UPCALL(kind, vp, thread_id);   /* preempted, vproc added or removed (runtime/trace.h) */
     const struct ito__hook *h = atomic_load_explicit(&ito__event_hook, memory_order_acquire);
     if (ITO_UNLIKELY(h != NULL))
         ito__event_report(h, kind, vp, thread_id);

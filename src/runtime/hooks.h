@@ -19,6 +19,7 @@
 #include <sys/types.h>
 
 struct ito__activation;
+struct ito__thread;
 struct ito__vproc;
 
 /* A vproc asleep this long declares itself idle ([SA §4.2]'s hysteresis:
@@ -68,6 +69,12 @@ struct ito__hooks {
      * cancellation acts there on a thread that was not running when it was
      * requested. Set by the posix layer before ito starts. */
     void (*preempted_resume)(void);
+
+    /* api/ (mutex.c): who holds the lock a blocked thread waits on (its
+     * wait_on and wait_obj), for the thread reports (dump.c): the owner's
+     * descriptor, or NULL with *foreign set when a kernel thread outside
+     * ito holds it, or NULL. NULL: not known. */
+    struct ito__thread *(*lock_owner)(int on, const void *obj, bool *foreign);
 };
 
 extern struct ito__hooks ito__hooks;

@@ -73,10 +73,12 @@
 #include "base/panic.h"
 #include "runtime/runtime.h"
 #include "runtime/carrier.h"
+#include "runtime/deadlock.h"
 #include "runtime/hooks.h"
 #include "runtime/stats.h"
 #include "runtime/ring.h"
 #include "runtime/sigmask.h"
+#include "runtime/trace.h"
 
 /* An inbox that its vproc has not drained for this long, while the vproc made
  * no scheduling decision at all, is emptied by an idle vproc. */
@@ -304,6 +306,7 @@ static struct ito__thread *find_remote(struct ito__vproc *vp, uint64_t now)
         if (n) {
             t = ito__thread_of_node(n);
             ITO_STAT_INC(vp, steals);
+            ITO_TRACE_EVENT(steal, vp->index, t->index, t->vp ? t->vp->index : -1);
             if (ITO_UNLIKELY(ito__thread_cpus(t) != NULL) && ito__affinity_sent_on(vp, t))
                 ;   /* (its CPU set changed since it was queued) */
             else if (ito__claim(t)) {
@@ -315,6 +318,7 @@ static struct ito__thread *find_remote(struct ito__vproc *vp, uint64_t now)
     /* A thread held to another vproc whose set has this vproc's CPU too. */
     if ((t = ito__affinity_steal(vp))) {
         ITO_STAT_INC(vp, steals);
+        ITO_TRACE_EVENT(steal, vp->index, t->index, t->vp ? t->vp->index : -1);
         if (ito__claim(t)) {
             ITO_STAT_INC(vp, decisions);
             return t;
@@ -493,8 +497,11 @@ struct ito__thread *ito__idle_find(struct ito__vproc *vp)
                 if (declare_at < deadline)
                     deadline = declare_at;
             }
+            /* Every vproc asleep with nothing ahead: a deadlock, unless
+             * something moves within the grace period (deadlock.c). */
+            uint64_t suspect = 0;
             if (deadline == UINT64_MAX)
-                deadline = 0;
+                deadline = suspect = ito__deadlock_suspect(ito__now_ns());
             atomic_store_explicit(&vp->sleep_deadline, deadline, memory_order_relaxed);
             ITO_STAT_INC(vp, idle_sleeps);
             while (atomic_load_explicit(&vp->run_state, memory_order_acquire) == ITO__VP_SLEEPING) {
@@ -512,6 +519,8 @@ struct ito__thread *ito__idle_find(struct ito__vproc *vp)
                 ITO__VP_SLEEPING)
                 ITO_STAT_INC(vp, wakeups);
             idle_timeout = declare_at && ito__now_ns() >= declare_at;
+            if (suspect && was == ITO__VP_SLEEPING && ito__now_ns() >= suspect && !(t = find_work(vp, ito__now_ns())))
+                ito__deadlock_check();   /* returns if some thread may still run */
         } else {
             was = atomic_exchange_explicit(&vp->run_state, ITO__VP_IDLE, memory_order_relaxed);
         }

@@ -36,6 +36,7 @@
 #include "runtime/stats.h"
 #include "runtime/thread.h"
 #include "runtime/sigmask.h"
+#include "runtime/trace.h"
 
 struct ito__inline_frame {
     void *jb[5];                    /* __builtin_setjmp buffer */
@@ -82,6 +83,7 @@ ITO_NOINLINE void ito__join_inline(struct ito__thread *self, struct ito__thread 
     t->started = true;
     t->vp = vp;
     ito__vproc_set_current(vp, t);
+    ITO_TRACE_EVENT(run, vp->index, (int64_t)t->index);
     ito__sigmask_after(act, t);
     ITO_STAT_INC(vp, switches);
     *act->errno_ptr = 0;
@@ -110,6 +112,7 @@ ITO_NOINLINE void ito__join_inline(struct ito__thread *self, struct ito__thread 
     act = ito__activation_self();
     vp = act->vp;
     ito__vproc_set_current(vp, self);
+    ITO_TRACE_EVENT(run, vp->index, (int64_t)self->index);
     ito__sigmask_after(act, self);
     self->vp = vp;
     if (!f.detached)

@@ -350,7 +350,7 @@ static int submit_and_park(struct ito__ring *r, struct ito__io_req *req)
     req->parked = true;
     /* BLOCKED before any reaper can see the CQE; the ring's lock is the
      * one an interrupter takes (runtime/wait.h). */
-    ito__wait_begin(w, 0, &r->lock, NULL);
+    ito__wait_begin(w, 0, &r->lock, NULL, ITO__ON_IO, r);
     ito__spin_unlock(&r->lock);
     wake_list(wake);
     return ito__wait_end(w, &r->lock, NULL);

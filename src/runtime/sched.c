@@ -70,6 +70,7 @@
 #include "runtime/hooks.h"
 #include "runtime/ring.h"
 #include "runtime/sigmask.h"
+#include "runtime/trace.h"
 
 /* How many picks between two looks at the clock (timers, policy tick) and at
  * the global queue (a power of 2): a few microseconds of switching
@@ -395,6 +396,7 @@ ITO_INLINE void switch_to(struct ito__activation *act, struct ito__thread *cur, 
     if (ITO_LIKELY(vp))   /* NULL: an activation leaving its lost vproc (ito__switch_detach) */
         __atomic_store_n(&vp->current, next, __ATOMIC_RELAXED);   /* read by ito_policy_running_priority */
     ito__arch_set_current(next);
+    ITO_TRACE_EVENT(run, vp ? vp->index : -1, next ? (int64_t)next->index : -1);   /* -1: its scheduler */
     /* Every switch happens inside a critical section; the depth travels with
      * the context (runtime/critical.h). */
     uint32_t depth = ito__critical_depth();

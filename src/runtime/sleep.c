@@ -36,6 +36,6 @@ int ito__sleep_ns(uint64_t ns)
 int ito__sleep_until(uint64_t deadline)
 {
     struct ito__waiter *w = ito__waiter_init(NULL);
-    ito__wait_begin(w, deadline, NULL, NULL);
+    ito__wait_begin(w, deadline, NULL, NULL, ITO__ON_SLEEP, NULL);
     return ito__wait_end(w, NULL, NULL) == EINTR ? EINTR : 0;
 }

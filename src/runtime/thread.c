@@ -289,7 +289,7 @@ void ito__thread_wait_exit(struct ito__thread *t)
     }
     struct ito__waiter *w = ito__waiter_init(&local);
     ito__waitq_push(&t->exit_waiters, w);
-    ito__wait_begin(w, 0, &t->lk, &t->exit_waiters);
+    ito__wait_begin(w, 0, &t->lk, &t->exit_waiters, ITO__ON_JOIN, t);
     ito__spin_unlock(&t->lk);
     ito__wait_end(w, &t->lk, &t->exit_waiters);
 }
@@ -444,6 +444,7 @@ int ito__join(ito_thread_t th, void **result)
         } else {
             /* Block, and tell t who to wake; t cannot exit without waking us
              * (it waits for `joiner` once it sees JOINER_ITO). */
+            ito__thread_waits_on(self, ITO__ON_JOIN, t);
             ito__thread_set_state(self, ITO__TS_RUNNING, ITO__TS_BLOCKED);
             atomic_store_explicit(&t->joiner, self, memory_order_release);
             ito_policy_vproc_t *pv = &ito__vproc_self()->pv;

@@ -41,6 +41,7 @@
 #include "runtime/spinlock.h"
 #include "runtime/context.h"
 #include "runtime/stack.h"
+#include "runtime/trace.h"
 #include "runtime/wait.h"
 
 enum ito__tstate {
@@ -128,6 +129,12 @@ struct ito__thread {
     ito__spinlock lk;                 /* exit_waiters, suspend/resume/set_entry, handle ops */
     struct ito__waitq exit_waiters;   /* joiners, future touchers (lk) */
     bool interruptible;               /* its next waits may be interrupted (wait.h; posix) */
+    /* What its last wait was on (enum ito__wait_on) and the object's
+     * address: written by the thread as it parks (wait_begin, join), read
+     * relaxed by the reports that list threads (dump.c) — meaningful while
+     * it is BLOCKED. */
+    _Atomic uint8_t wait_on;
+    const void *_Atomic wait_obj;
 
     /* --- user data --- */
     void *data;                       /* ito_set_data */
@@ -189,9 +196,17 @@ ITO_INLINE void ito__thread_set_state(struct ito__thread *t, int from, int to)
     int actual = atomic_load_explicit(&t->state, memory_order_relaxed);
     if (ITO_UNLIKELY(actual != from || !(legal[from] & (1u << to))))
         ito__thread_bad_transition(t, from, to, actual);
+    ITO_TRACE_STATE(t, from, to);   /* spawn, park, wake, exit (runtime/trace.h) */
     /* Release: what the previous owner wrote is visible to the next one, which
      * reads the state with acquire (ito__thread_state). */
     atomic_store_explicit(&t->state, to, memory_order_release);
+}
+
+/* Record what t is about to wait on (t itself, as it parks). */
+static inline void ito__thread_waits_on(struct ito__thread *t, enum ito__wait_on on, const void *obj)
+{
+    atomic_store_explicit(&t->wait_on, (uint8_t)on, memory_order_relaxed);
+    atomic_store_explicit(&t->wait_obj, obj, memory_order_relaxed);
 }
 
 static inline int ito__thread_state(const struct ito__thread *t)

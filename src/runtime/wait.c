@@ -32,7 +32,8 @@ struct ito__waiter *ito__waiter_init(struct ito__waiter *local)
     return w;
 }
 
-void ito__wait_begin(struct ito__waiter *w, uint64_t deadline, ito__spinlock *lock, struct ito__waitq *q)
+void ito__wait_begin(struct ito__waiter *w, uint64_t deadline, ito__spinlock *lock, struct ito__waitq *q,
+                     enum ito__wait_on on, const void *obj)
 {
     struct ito__thread *t = w->thread;
     if (deadline == UINT64_MAX)
@@ -44,6 +45,7 @@ void ito__wait_begin(struct ito__waiter *w, uint64_t deadline, ito__spinlock *lo
     if (!t)
         return;
     atomic_store_explicit(&w->interruptible, t->interruptible, memory_order_relaxed);
+    ito__thread_waits_on(t, on, obj);
     /* From BLOCKED to the switch in ito__wait_end, one critical section: a
      * thread leaves RUNNING only inside the section that switches it out
      * (runtime/critical.h). */

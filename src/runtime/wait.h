@@ -68,6 +68,22 @@ enum {
     ITO__WAIT_MASK = 3,
 };
 
+/* What a thread waits on, for the reports that list threads (runtime/dump.c,
+ * tools/ito-gdb.py): set by ito__wait_begin with the object's address. */
+enum ito__wait_on {
+    ITO__ON_NOTHING = 0,
+    ITO__ON_MUTEX,      /* object: the lock word (api/mutex.h) */
+    ITO__ON_COND,
+    ITO__ON_RWLOCK,
+    ITO__ON_SEM,
+    ITO__ON_BARRIER,
+    ITO__ON_ONCE,
+    ITO__ON_JOIN,       /* object: the descriptor of the thread joined or touched */
+    ITO__ON_SLEEP,      /* no object */
+    ITO__ON_IO,         /* object: the vproc's ring; an I/O request in flight */
+    ITO__ON_COUNT
+};
+
 struct ito__waiter {
     /* What a waker does not touch: set when the wait begins, read by the
      * object, its timer and an interrupter. */
@@ -150,8 +166,10 @@ static inline struct ito__waiter *ito__waitq_pop(struct ito__waitq *q)
 
 /* Under the object's lock, after linking w in q: mark the caller blocked and
  * arm the deadline (absolute CLOCK_MONOTONIC ns, 0: none). lock and q are
- * NULL for a wait in no queue (sleep). */
-void ito__wait_begin(struct ito__waiter *w, uint64_t deadline, ito__spinlock *lock, struct ito__waitq *q);
+ * NULL for a wait in no queue (sleep). `on` and `obj` say what it waits on
+ * (enum ito__wait_on), for the thread reports. */
+void ito__wait_begin(struct ito__waiter *w, uint64_t deadline, ito__spinlock *lock, struct ito__waitq *q,
+                     enum ito__wait_on on, const void *obj);
 /* After releasing the object's lock: block until woken or timed out. On
  * timeout, unlinks w from q under `lock` if it is still there. Returns 0,
  * ETIMEDOUT, or EINTR (an interruptible wait, ito__wait_interrupt). MAY

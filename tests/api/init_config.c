@@ -3,10 +3,14 @@
  * (fork before anything initializes ito): EINVAL for every bad field and an
  * unknown policy (and no harm done: a good ito_init still works after), EBUSY
  * once initialized (explicitly or implicitly), 0 for NULL then, fields and
- * environment variables taking effect, and a first call from a foreign kernel
- * thread. */
+ * environment variables taking effect, a first call from a foreign kernel
+ * thread, and bad environment values: each reported on one line of stderr
+ * (the variable, the value, what is accepted, what is used instead) while
+ * ito starts all the same. */
 #include <pthread.h>
 #include <sched.h>
+
+#include <ito/policy.h>
 
 #include "common.h"
 
@@ -31,6 +35,10 @@ static void clean_env(void)
     unsetenv("ITO_STACK_SIZE");
     unsetenv("ITO_IDLE_SPIN_US");
     unsetenv("ITO_PIN");
+    unsetenv("ITO_TIMESLICE_US");
+    unsetenv("ITO_PREEMPT_SIGNAL");
+    unsetenv("ITO_PRIO_LEVELS");
+    unsetenv("ITO_ACTIVATIONS");
 }
 
 /* ---- the cases, each run in its own process ---- */
@@ -207,21 +215,120 @@ static void case_bad_env(void)
     spawn_join_some();
 }
 
+/* Each bad value below is reported on exactly one line (the `line` needle of
+ * the table), which names the variable, the value, what is accepted and what
+ * is used instead; ito starts all the same. */
+
+static ito_policy_node_t *never_pick(ito_policy_vproc_t *vp) { return NULL; }
+static void never_enqueue(ito_policy_vproc_t *vp, ito_policy_node_t *n, ito_ready_reason_t why) {}
+
+static void case_bad_policy(void)
+{
+    /* Registered before ito starts: the message lists it too. */
+    ito_policy_ops_t mine = { .abi = ITO_POLICY_ABI, .size = sizeof mine, .name = "mine",
+                              .enqueue = never_enqueue, .pick = never_pick };
+    OK(ito_policy_register(&mine));
+    setenv("ITO_POLICY", "nope", 1);
+    OK(ito_init(NULL));
+    CHECK(strcmp(ito_policy_name(), "ws") == 0);
+    spawn_join_some();
+}
+
+static void case_bad_stack_size(void)
+{
+    setenv("ITO_STACK_SIZE", "abc", 1);
+    OK(ito_init(NULL));
+    ito_attr_t a;
+    OK(ito_attr_init(&a));
+    size_t sz;
+    OK(ito_attr_get_stack_size(&a, &sz));
+    CHECK_EQ(sz, ITO_STACK_DEFAULT);
+    spawn_join_some();
+}
+
+static void case_bad_timeslice(void)
+{
+    setenv("ITO_TIMESLICE_US", "-5", 1);
+    OK(ito_init(NULL));
+    spawn_join_some();
+}
+
+static void case_bad_preempt_signal(void)
+{
+    setenv("ITO_PREEMPT_SIGNAL", "SIGNOPE", 1);
+    OK(ito_init(NULL));
+    spawn_join_some();
+}
+
+static void case_bad_prio_levels(void)
+{
+    setenv("ITO_PRIO_LEVELS", "0", 1);
+    setenv("ITO_POLICY", "prio", 1);   /* read by the prio policies only */
+    OK(ito_init(NULL));
+    CHECK(strcmp(ito_policy_name(), "prio") == 0);
+    spawn_join_some();
+}
+
+#define SAYS_MAX 4
+
 static const struct {
     const char *name;
     void (*fn)(void);
-    const char *says, *never;   /* on stderr (NULL: not checked) */
+    const char *line;             /* on exactly one line of stderr (NULL: not checked) */
+    const char *says[SAYS_MAX];   /* on that line, or anywhere in stderr without `line` */
+    const char *never;            /* nowhere in stderr (NULL: not checked) */
 } cases[] = {
-    { "bad_fields", case_bad_fields, NULL, NULL },
-    { "extreme_good_values", case_extreme_good_values, NULL, NULL },
-    { "defaults", case_defaults, NULL, NULL },
-    { "env", case_env, NULL, NULL },
-    { "fields_beat_env", case_fields_beat_env, NULL, NULL },
-    { "implicit_then_explicit", case_implicit_then_explicit, NULL, NULL },
-    { "foreign_first", case_foreign_first, NULL, NULL },
+    { "bad_fields", case_bad_fields, NULL, { NULL }, NULL },
+    { "extreme_good_values", case_extreme_good_values, NULL, { NULL }, NULL },
+    { "defaults", case_defaults, NULL, { NULL }, NULL },
+    { "env", case_env, NULL, { NULL }, NULL },
+    { "fields_beat_env", case_fields_beat_env, NULL, { NULL }, NULL },
+    { "implicit_then_explicit", case_implicit_then_explicit, NULL, { NULL }, NULL },
+    { "foreign_first", case_foreign_first, NULL, { NULL }, NULL },
     /* A bad ITO_VPROCS names the number of vprocs used, not 0 ("automatic"). */
-    { "bad_env", case_bad_env, "ignoring ITO_VPROCS='-3'", "using 0" },
+    { "bad_env", case_bad_env, NULL, { "ignoring ITO_VPROCS='-3'" }, "using 0" },
+    /* Every policy the registry holds, built-in and registered, in order. */
+    { "bad_policy", case_bad_policy, "ITO_POLICY",
+      { "ignoring ITO_POLICY='nope'", "accepted: ws, fifo, prio, prio-shared, affinity, mine;", "using ws" },
+      NULL },
+    { "bad_stack_size", case_bad_stack_size, "ITO_STACK_SIZE",
+      { "ignoring ITO_STACK_SIZE='abc'", "from 16384 (16k) to 1073741824 (1g)", "using the default, 262144" },
+      NULL },
+    { "bad_timeslice", case_bad_timeslice, "ITO_TIMESLICE_US",
+      { "ignoring ITO_TIMESLICE_US='-5'", "from 0 to 10000000", "using the default, 10000" }, NULL },
+    { "bad_preempt_signal", case_bad_preempt_signal, "ITO_PREEMPT_SIGNAL",
+      { "ignoring ITO_PREEMPT_SIGNAL='SIGNOPE'", "SIGUSR1", "using SIGURG" }, NULL },
+    { "bad_prio_levels", case_bad_prio_levels, "ITO_PRIO_LEVELS",
+      { "ignoring ITO_PRIO_LEVELS='0'", "from 1 to 140", "using the default, 140" }, NULL },
 };
+
+/* Whether err passes case i's checks of stderr. */
+static bool stderr_ok(int i, const char *err)
+{
+    const char *scope = err;
+    char one[1024];
+    if (cases[i].line) {
+        int lines = 0;
+        for (const char *p = err; *p;) {
+            const char *nl = strchr(p, '\n');
+            size_t len = nl ? (size_t)(nl - p) : strlen(p);
+            char l[1024];
+            snprintf(l, sizeof l, "%.*s", (int)len, p);
+            if (strstr(l, cases[i].line)) {
+                lines++;
+                memcpy(one, l, sizeof one);
+            }
+            p += len + (nl ? 1 : 0);
+        }
+        if (lines != 1)
+            return false;
+        scope = one;
+    }
+    for (int k = 0; k < SAYS_MAX && cases[i].says[k]; k++)
+        if (!strstr(scope, cases[i].says[k]))
+            return false;
+    return !cases[i].never || !strstr(err, cases[i].never);
+}
 
 int main(int argc, char **argv)
 {
@@ -240,8 +347,7 @@ int main(int argc, char **argv)
         static char err[8192];
         int st = test_run_self(cases[i].name, err, sizeof err);
         char sb[128];
-        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0 || (cases[i].says && !strstr(err, cases[i].says)) ||
-            (cases[i].never && strstr(err, cases[i].never))) {
+        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0 || !stderr_ok(i, err)) {
             fprintf(stderr, "case %s: %s; stderr:\n%s\n", cases[i].name,
                     test_status_str(st, sb, sizeof sb), err);
             failed++;

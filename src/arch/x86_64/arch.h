@@ -239,4 +239,24 @@ static inline void *ito__arch_sp(void)
 /* Stacks grow down. */
 #define ITO__ARCH_STACK_GROWS_DOWN 1
 
+/* The registers of a suspended context, as a ucontext that an unwinder can
+ * start from (base/backtrace.h): the frame context.S saved at sp (r15 at
+ * +8 ... rbp at +48, the return address at +56), and the stack pointer as
+ * it is after that return. Other registers are not saved: a call does not
+ * preserve them, so no unwinding rule needs them. */
+static inline void ito__arch_ctx_ucontext(const void *sp, ucontext_t *uc)
+{
+    const uint64_t *f = (const uint64_t *)sp;
+    *uc = (ucontext_t){ 0 };
+    greg_t *g = uc->uc_mcontext.gregs;
+    g[REG_R15] = (greg_t)f[1];
+    g[REG_R14] = (greg_t)f[2];
+    g[REG_R13] = (greg_t)f[3];
+    g[REG_R12] = (greg_t)f[4];
+    g[REG_RBX] = (greg_t)f[5];
+    g[REG_RBP] = (greg_t)f[6];
+    g[REG_RIP] = (greg_t)f[7];
+    g[REG_RSP] = (greg_t)(uintptr_t)(f + 8);
+}
+
 #endif
