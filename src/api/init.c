@@ -23,7 +23,9 @@
 #include "base/libc.h"
 #include "base/env.h"
 #include "base/panic.h"
+#include "runtime/crash.h"
 #include "runtime/deadlock.h"
+#include "runtime/dump.h"
 #include "runtime/event.h"
 #include "runtime/fork.h"
 #include "api/init.h"
@@ -42,6 +44,7 @@
 #include "runtime/hooks.h"
 #include "upcall/monitor.h"
 #include "upcall/preempt.h"
+#include "upcall/longrun.h"
 #include "runtime/ring.h"
 
 #define ITO__IDLE_SPIN_DEFAULT_US 50
@@ -98,6 +101,9 @@ static int resume_forked(void)
         e = ito__monitor_init();
     if (!e) {
         ito__agent_start();
+        ito__dump_signal_forked();
+        ito__schedtrace_start();
+        ito__longrun_start();
         ito__hooks.posix_resumed();
     }
     return e;
@@ -185,6 +191,8 @@ static int start(const ito_config_t *c, bool adopt)
     ito__rings_init();
     ito__overflow_install();
     ito__preempt_init();
+    ito__crash_install();
+    ito__dump_signal_init();
     ito__sigmask_init();
     ito__agent_configure();
     if (adopt && (e = ito__activation_adopt(ito__rt.vprocs[0])))
@@ -195,6 +203,8 @@ static int start(const ito_config_t *c, bool adopt)
     if ((e = ito__monitor_init()))
         return e;
     ito__agent_start();
+    ito__schedtrace_start();
+    ito__longrun_start();
     return 0;
 }
 

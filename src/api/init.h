@@ -24,4 +24,8 @@ static inline int ito__ensure_init(void)
     return ito__init_slow(NULL, false);
 }
 
+/* ITO_SCHEDTRACE: start the scheduler trace's kernel thread (schedtrace.c);
+ * at start and in the child of fork. */
+void ito__schedtrace_start(void);
+
 #endif

@@ -3,11 +3,13 @@
 #define UNW_LOCAL_ONLY
 #include "base/backtrace.h"
 
-#include <dlfcn.h>
+#include <fcntl.h>
 #include <libunwind.h>
 #include <link.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/libc.h"
 
@@ -78,28 +80,114 @@ struct frame {
     char name[80];
 };
 
-int ito__bt_write(int fd, ucontext_t *uc, bool signal_frame, bool modules, const char *indent)
+static uintptr_t parse_hex(const char **p)
 {
-    struct frame fr[ITO__BT_FRAMES];
+    uintptr_t v = 0;
+    for (;; (*p)++) {
+        char c = **p;
+        int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+        if (d < 0)
+            return v;
+        v = v << 4 | (uintptr_t)d;
+    }
+}
+
+/* The file mapped at ip and ip's offset in it, from /proc/self/maps: with
+ * open and read only, so that a signal handler may call it (dladdr takes the
+ * loader's lock, which the interrupted code may hold). For the objects the
+ * linker makes, a text segment's file offset is its address, so the offset
+ * is what addr2line takes. */
+static bool module_of(uintptr_t ip, char *path, size_t cap, uintptr_t *off)
+{
+    int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    char buf[4096], line[512];
+    size_t len = 0;
+    bool found = false, eof = false;
+    while (!found && !eof) {
+        ssize_t r = ito__sys_read(fd, buf, sizeof buf);
+        eof = r <= 0;
+        for (ssize_t i = 0; i < (eof ? 1 : r) && !found; i++) {
+            char c = eof ? '\n' : buf[i];
+            if (c != '\n') {
+                if (len + 1 < sizeof line)
+                    line[len++] = c;
+                continue;
+            }
+            line[len] = '\0';
+            len = 0;
+            /* start-end perms offset dev inode path */
+            const char *p = line;
+            uintptr_t lo = parse_hex(&p);
+            if (*p++ != '-')
+                continue;
+            uintptr_t hi = parse_hex(&p);
+            if (ip < lo || ip >= hi)
+                continue;
+            p = strchr(p, ' ');                /* perms */
+            if (!p)
+                break;
+            p++;
+            p = strchr(p, ' ');
+            if (!p)
+                break;
+            p++;
+            uintptr_t file_off = parse_hex(&p);
+            const char *name = strchr(p, '/');
+            if (!name)
+                name = strchr(p, '[');   /* [vdso] and the like */
+            if (!name)
+                break;   /* anonymous memory: no module */
+            size_t n = strlen(name);
+            if (n >= cap)
+                name += n - (cap - 1);
+            strcpy(path, name);
+            *off = ip - lo + file_off;
+            found = true;
+        }
+    }
+    close(fd);
+    return found;
+}
+
+int ito__bt_capture(struct ito__bt *bt, ucontext_t *uc, bool signal_frame)
+{
+    bt->n = 0;
+    bt->more = false;
+    bt->signal_frame = signal_frame;
     unw_cursor_t cur;
     if (unw_init_local2(&cur, (unw_context_t *)uc, signal_frame ? UNW_INIT_SIGNAL_FRAME : 0) != 0)
         return 0;
-    int n = 0;
-    bool more = false;
     do {
-        if (n == ITO__BT_FRAMES) {
-            more = true;
+        if (bt->n == ITO__BT_FRAMES) {
+            bt->more = true;
             break;
         }
-        unw_word_t ip, off = 0;
+        unw_word_t ip;
         if (unw_get_reg(&cur, UNW_REG_IP, &ip) != 0 || ip == 0)
             break;
-        fr[n].ip = ip;
-        if (unw_get_proc_name(&cur, fr[n].name, sizeof fr[n].name, &off) != 0 && off == 0)
-            strcpy(fr[n].name, "??");
-        fr[n].off = off;
-        n++;
+        /* A cursor is copied by assignment; the copy names its frame later,
+         * when the stack it walked may have changed. */
+        _Static_assert(sizeof bt->cursors[0] >= sizeof(unw_cursor_t), "ITO__BT_CURSOR_WORDS too small");
+        memcpy(&bt->cursors[bt->n], &cur, sizeof cur);
+        bt->ip[bt->n++] = ip;
     } while (unw_step(&cur) > 0);
+    return bt->n;
+}
+
+int ito__bt_print(int fd, struct ito__bt *bt, const char *indent)
+{
+    struct frame fr[ITO__BT_FRAMES];
+    int n = bt->n;
+    bool more = bt->more, signal_frame = bt->signal_frame;
+    for (int i = 0; i < n; i++) {
+        unw_word_t off = 0;
+        fr[i].ip = bt->ip[i];
+        if (unw_get_proc_name((unw_cursor_t *)&bt->cursors[i], fr[i].name, sizeof fr[i].name, &off) != 0 && off == 0)
+            strcpy(fr[i].name, "??");
+        fr[i].off = off;
+    }
 
     /* Skip ito's own leading frames (the switch, the park) but the one the
      * program called; all of them if nothing else is there. */
@@ -122,14 +210,15 @@ int ito__bt_write(int fd, ucontext_t *uc, bool signal_frame, bool modules, const
             at = put(line, at, sizeof line, "+");
             at = put_hex(line, at, sizeof line, fr[i].off);
         }
-        Dl_info dli;
         /* A return address belongs to the call before it. */
         uintptr_t at_ip = i == 0 && signal_frame ? fr[i].ip : fr[i].ip - 1;
-        if (modules && dladdr((void *)at_ip, &dli) && dli.dli_fname) {
+        char mod[256];
+        uintptr_t off;
+        if (module_of(at_ip, mod, sizeof mod, &off)) {
             at = put(line, at, sizeof line, " (");
-            at = put(line, at, sizeof line, dli.dli_fname[0] ? dli.dli_fname : "?");
+            at = put(line, at, sizeof line, mod);
             at = put(line, at, sizeof line, "+");
-            at = put_hex(line, at, sizeof line, at_ip - (uintptr_t)dli.dli_fbase);
+            at = put_hex(line, at, sizeof line, off);
             at = put(line, at, sizeof line, ")");
         } else {
             at = put(line, at, sizeof line, " [");
@@ -148,4 +237,24 @@ int ito__bt_write(int fd, ucontext_t *uc, bool signal_frame, bool modules, const
         (void)w;
     }
     return last - first;
+}
+
+int ito__bt_write(int fd, ucontext_t *uc, bool signal_frame, const char *indent)
+{
+    /* 32 KiB: not on a signal stack. One writer at a time; another (two
+     * threads crashing at once) writes the line without the frames. */
+    static struct ito__bt bt;
+    static atomic_flag busy = ATOMIC_FLAG_INIT;
+    if (atomic_flag_test_and_set_explicit(&busy, memory_order_acquire)) {
+        char line[128];
+        size_t at = put(line, 0, sizeof line, indent);
+        at = put(line, at, sizeof line, "(no backtrace: another is being written)\n");
+        ssize_t w = ito__sys_write(fd, line, at);
+        (void)w;
+        return 0;
+    }
+    ito__bt_capture(&bt, uc, signal_frame);
+    int n = ito__bt_print(fd, &bt, indent);
+    atomic_flag_clear_explicit(&busy, memory_order_release);   /* pairs with the acquire above */
+    return n;
 }

@@ -9,9 +9,8 @@
  * gdb's helpers) starts from any register set, needs no frame pointers, and
  * steps through signal frames; its local unwinding and procedure names are
  * usable from a signal handler. Names come from the symbol tables
- * (function+offset); the module and its offset are added where the caller
- * may take the loader's lock (dladdr), so that `addr2line -e MODULE OFFSET`
- * gives file and line.
+ * (function+offset), the module and the offset in it from /proc/self/maps,
+ * so that `addr2line -f -e MODULE OFFSET` gives file and line.
  */
 #ifndef ITO_BASE_BACKTRACE_H
 #define ITO_BASE_BACKTRACE_H
@@ -21,6 +20,25 @@
 #include <ucontext.h>
 
 #define ITO__BT_FRAMES 32
+/* libunwind's cursor, in words (UNW_TDEP_CURSOR_LEN on x86-64; checked in
+ * backtrace.c), so that this header does not need libunwind's. */
+#define ITO__BT_CURSOR_WORDS 127
+
+/* A backtrace taken but not yet named: taking it reads the stack, naming
+ * it reads symbol tables and may allocate. So a running thread's stack can
+ * be walked while it is held still, and named once it goes on. */
+struct ito__bt {
+    int n;
+    bool more;          /* frames beyond ITO__BT_FRAMES */
+    bool signal_frame;
+    uintptr_t ip[ITO__BT_FRAMES];
+    struct { uint64_t w[ITO__BT_CURSOR_WORDS]; } cursors[ITO__BT_FRAMES];
+};
+
+/* Walk the stack from uc (see ito__bt_write); the number of frames. */
+int ito__bt_capture(struct ito__bt *bt, ucontext_t *uc, bool signal_frame);
+/* Name and write a captured backtrace, as ito__bt_write does. */
+int ito__bt_print(int fd, struct ito__bt *bt, const char *indent);
 
 /* Find ito's own library (from a normal context, once, before any
  * backtrace is written). */
@@ -30,8 +48,8 @@ void ito__bt_init(void);
  * `indent`, without ito's own frames at either end but the one through
  * which the program entered ito. signal_frame: uc is a
  * signal's (its ip is the faulting instruction, not a return address).
- * modules: also name each frame's module (takes the loader's lock: not in
- * a signal handler that must go on). Returns the number of frames written. */
-int ito__bt_write(int fd, ucontext_t *uc, bool signal_frame, bool modules, const char *indent);
+ * Returns the number of frames written. Naming frames may allocate (libunwind
+ * reads symbol tables): in a signal handler only where the program dies. */
+int ito__bt_write(int fd, ucontext_t *uc, bool signal_frame, const char *indent);
 
 #endif

@@ -13,6 +13,7 @@
 #include "runtime/carrier.h"
 #include "runtime/hooks.h"
 #include "runtime/runtime.h"
+#include "runtime/sanitizer.h"
 #include "runtime/thread.h"
 #include "runtime/vproc.h"
 
@@ -91,7 +92,16 @@ static size_t describe_wait(char *buf, size_t cap, struct ito__thread *t)
     return n;
 }
 
+static void dump_thread(int fd, struct ito__thread *t);
+
 void ito__dump_thread(int fd, struct ito__thread *t)
+{
+    ito__tsan_reads_begin();
+    dump_thread(fd, t);
+    ito__tsan_reads_end();
+}
+
+static void dump_thread(int fd, struct ito__thread *t)
 {
     char line[512];
     size_t n = 0;
@@ -142,11 +152,13 @@ void ito__dump_thread(int fd, struct ito__thread *t)
         return;
     ucontext_t uc;
     ito__arch_ctx_ucontext(sp, &uc);
-    ito__bt_write(fd, &uc, false, true, "    ");
+    ito__bt_write(fd, &uc, false, "    ");
 }
 
 bool ito__threads_all(bool (*fn)(struct ito__thread *t, void *arg), void *arg)
 {
+    bool all = true;
+    ito__tsan_reads_begin();
     uint32_t chunks = atomic_load_explicit(&ito__handle_nchunks, memory_order_acquire);
     for (uint32_t c = 0; c < chunks; c++) {
         struct ito__thread *ts = atomic_load_explicit(&ito__handle_chunks[c], memory_order_acquire);
@@ -156,11 +168,13 @@ bool ito__threads_all(bool (*fn)(struct ito__thread *t, void *arg), void *arg)
             /* A thread of the parent's, in the child of fork: not here. */
             if (st == ITO__TS_FREE || st == ITO__TS_EXITED || !ito__thread_is_here(t))
                 continue;
-            if (!fn(t, arg))
-                return false;
+            if (!(all = fn(t, arg)))
+                goto out;
         }
     }
-    return true;
+out:
+    ito__tsan_reads_end();
+    return all;
 }
 
 struct dump_args {

@@ -30,5 +30,10 @@ void ito__dump_thread(int fd, struct ito__thread *t);
 bool ito__threads_all(bool (*fn)(struct ito__thread *t, void *arg), void *arg);
 /* Write every live thread of this process; returns how many. */
 int ito__dump_threads(int fd);
+/* Read ITO_DUMP_SIGNAL and, if it names a signal, dump the threads on it
+ * (dump_signal.c). After the time-slice signal is chosen. */
+void ito__dump_signal_init(void);
+/* The child of fork: its own ito-dump thread (api/init.c). */
+void ito__dump_signal_forked(void);
 
 #endif

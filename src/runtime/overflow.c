@@ -11,10 +11,12 @@
  * address is in the guard page of the running thread's stack (or of the
  * activation's scheduler stack), the handler prints which thread overflowed,
  * its stack size and how to raise it, then aborts. Any other fault is passed
- * on to the handler that was installed before ito's (or the default action,
- * by returning with the default restored so the fault repeats).
+ * on to the handler that was installed before ito's, or, where that is the
+ * default action, reported with the thread it hit (crash.c), then the
+ * default restored and the handler returns, so that the fault repeats.
  *
- * Only async-signal-safe calls are used: write(2), sigaction(2), abort(3).
+ * Only calls a signal handler may make: write(2), open(2), read(2),
+ * sigaction(2), abort(3).
  */
 #include <signal.h>
 #include <stdlib.h>
@@ -22,6 +24,7 @@
 #include <unistd.h>
 
 #include "base/libc.h"
+#include "runtime/crash.h"
 #include "runtime/runtime.h"
 #include "runtime/thread.h"
 #include "runtime/vproc.h"
@@ -85,8 +88,10 @@ static void chain(struct sigaction *prev, int sig, siginfo_t *si, void *uc)
         prev->sa_handler(sig);
         return;
     }
-    /* Default action: restore it and return; the faulting instruction runs
-     * again and the fault now kills the process (with a core dump). */
+    /* Default action: say which thread it hit (crash.c), restore it and
+     * return; the faulting instruction runs again and the fault now kills
+     * the process (with a core dump). */
+    ito__crash_report(sig, si, uc);
     signal(sig, SIG_DFL);
 }
 

@@ -73,7 +73,16 @@ static inline void *ito__tsan_current(void) { return __tsan_get_current_fiber();
 static inline void *ito__tsan_create(void) { return __tsan_create_fiber(0); }
 static inline void ito__tsan_destroy(void *f) { if (f) __tsan_destroy_fiber(f); }
 static inline void ito__tsan_switch(void *f) { __tsan_switch_to_fiber(f, 0); }
+/* The reports that show other threads' state (dump.c, api/schedtrace.c,
+ * upcall/longrun.c) read it as it is, racing on purpose: what they print is
+ * a moment, never acted on. Their reads are hidden from TSan. */
+void AnnotateIgnoreReadsBegin(const char *file, int line);
+void AnnotateIgnoreReadsEnd(const char *file, int line);
+#define ito__tsan_reads_begin() AnnotateIgnoreReadsBegin(__FILE__, __LINE__)
+#define ito__tsan_reads_end() AnnotateIgnoreReadsEnd(__FILE__, __LINE__)
 #else
+#define ito__tsan_reads_begin() ((void)0)
+#define ito__tsan_reads_end() ((void)0)
 static inline void ito__tsan_release(void *addr) { (void)addr; }
 static inline void ito__tsan_acquire(void *addr) { (void)addr; }
 static inline void *ito__tsan_current(void) { return NULL; }

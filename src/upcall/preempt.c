@@ -64,6 +64,7 @@
  */
 #include "base/libc.h"
 #include "upcall/preempt.h"
+#include "upcall/longrun.h"
 
 #include <errno.h>
 #include <link.h>
@@ -197,6 +198,8 @@ static void on_tick(int sig, siginfo_t *si, void *ucv)
 {
     /* Ours: a tick of an activation's timer, or the allocator's agent
      * telling a carrier that its vproc loses its processor. */
+    if (ITO_UNLIKELY(ito__longrun_signal(si, ucv)))
+        return;   /* a long-running thread's report (longrun.c) */
     bool poke = si->si_code == SI_QUEUE && si->si_pid == getpid() &&
                 si->si_value.sival_int == ITO__CARRIER_POKE_TAG;
     if (si->si_code != SI_TIMER && !poke) {

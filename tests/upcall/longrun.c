@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: MIT */
+/* Long-running threads (upcall/longrun.c), in child processes: with
+ * ITO_LONGRUN_MS=50, a thread that computes for 400 ms without a switch is
+ * reported once, with its backtrace through the function that loops; one
+ * that yields all along is not; with time slices off the report comes
+ * without a backtrace; a bad value gets one warning line. */
+#include "common.h"
+
+static volatile uint64_t sink;
+
+__attribute__((noinline)) static void *compute_long(void *arg)
+{
+    (void)arg;
+    uint64_t end = ito_now_ns() + 400 * 1000 * 1000;
+    while (ito_now_ns() < end)
+        sink++;
+    return NULL;
+}
+
+__attribute__((noinline)) static void *compute_yielding(void *arg)
+{
+    (void)arg;
+    uint64_t end = ito_now_ns() + 400 * 1000 * 1000;
+    while (ito_now_ns() < end)
+        ito_yield();
+    return NULL;
+}
+
+static void run_named(void *(*fn)(void *))
+{
+    ito_attr_t at;
+    OK(ito_attr_init(&at));
+    OK(ito_attr_set_name(&at, "busy"));
+    ito_thread_t t;
+    OK(ito_spawn(&t, &at, fn, NULL));
+    OK(ito_join(t, NULL));
+}
+
+static int count(const char *hay, const char *needle)
+{
+    int c = 0;
+    for (const char *p = hay; (p = strstr(p, needle)); p++)
+        c++;
+    return c;
+}
+
+static int failed;
+
+static void expect(bool ok, const char *what, int st, const char *err)
+{
+    if (ok)
+        return;
+    char sb[128];
+    fprintf(stderr, "%s: %s; stderr:\n%s\n", what, test_status_str(st, sb, sizeof sb), err);
+    failed++;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 2) {
+        run_named(strcmp(argv[1], "yielding") == 0 ? compute_yielding : compute_long);
+        return 0;
+    }
+    static char err[65536];
+    setenv("ITO_LONGRUN_MS", "50", 1);
+    int st = test_run_self("long", err, sizeof err);
+    expect(WIFEXITED(st) && WEXITSTATUS(st) == 0 && count(err, "\"busy\" has run for ") == 1 &&
+               strstr(err, "without a switch:\n") && strstr(err, "compute_long"),
+           "long", st, err);
+    st = test_run_self("yielding", err, sizeof err);
+    expect(WIFEXITED(st) && WEXITSTATUS(st) == 0 && !strstr(err, "has run for"), "yielding", st, err);
+    setenv("ITO_TIMESLICE_US", "0", 1);
+    st = test_run_self("long", err, sizeof err);
+    expect(WIFEXITED(st) && WEXITSTATUS(st) == 0 && count(err, "\"busy\" has run for ") == 1 &&
+               strstr(err, "(no backtrace: time slices are off)"),
+           "slices off", st, err);
+    unsetenv("ITO_TIMESLICE_US");
+    setenv("ITO_LONGRUN_MS", "soon", 1);
+    st = test_run_self("yielding", err, sizeof err);
+    expect(WIFEXITED(st) && WEXITSTATUS(st) == 0 && count(err, "ignoring ITO_LONGRUN_MS='soon'") == 1, "bad value",
+           st, err);
+    CHECK_EQ(failed, 0);
+    return 0;
+}
