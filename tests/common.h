@@ -63,9 +63,11 @@ static inline struct timespec test_deadline_in(uint64_t ns)
 
 /* ---- helpers added for the test suite ---------------------------------- */
 
+#include <poll.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Poll `cond` (re-evaluated) every millisecond, from an ito thread or a
@@ -91,8 +93,12 @@ static inline struct timespec test_deadline_in(uint64_t ns)
  * run in a fresh process, e.g. one that dies on purpose). Its stderr is
  * collected into err (NUL-terminated, truncated to errlen - 1 bytes); its
  * stdout is inherited. Returns the wait status. Call it before anything in the
- * parent that must not be forked (it forks, then execs at once). */
-static inline int test_run_self(const char *arg, char *err, size_t errlen)
+ * parent that must not be forked (it forks, then execs at once).
+ * test_run_self_watched also kills the child (SIGKILL: an idle ito process
+ * keeps other signals pending) once it has run limit_ms (0: never), and
+ * calls on_quiet(pid) whenever its stderr has been quiet for quiet_ms. */
+static inline int test_run_self_watched(const char *arg, char *err, size_t errlen, int limit_ms, int quiet_ms,
+                                        void (*on_quiet)(pid_t pid))
 {
     int fd[2];
     CHECK(pipe(fd) == 0);
@@ -110,7 +116,29 @@ static inline int test_run_self(const char *arg, char *err, size_t errlen)
     }
     close(fd[1]);
     size_t n = 0;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     for (;;) {
+        int wait_ms = quiet_ms > 0 ? quiet_ms : -1;
+        if (limit_ms > 0) {
+            clock_gettime(CLOCK_MONOTONIC, &t1);
+            int64_t left = limit_ms - ((int64_t)(t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000);
+            if (left <= 0) {
+                kill(pid, SIGKILL);
+                break;
+            }
+            if (wait_ms < 0 || left < wait_ms)
+                wait_ms = (int)left;
+        }
+        struct pollfd pfd = { .fd = fd[0], .events = POLLIN };
+        int p = poll(&pfd, 1, wait_ms);
+        if (p < 0 && errno == EINTR)
+            continue;
+        if (p == 0) {
+            if (on_quiet && quiet_ms > 0)
+                on_quiet(pid);
+            continue;
+        }
         char tmp[4096];
         ssize_t r = read(fd[0], tmp, sizeof tmp);
         if (r < 0 && errno == EINTR)
@@ -127,6 +155,31 @@ static inline int test_run_self(const char *arg, char *err, size_t errlen)
     while (waitpid(pid, &st, 0) < 0)
         CHECK(errno == EINTR);
     return st;
+}
+
+static inline int test_run_self(const char *arg, char *err, size_t errlen)
+{
+    return test_run_self_watched(arg, err, errlen, 0, 0, NULL);
+}
+
+/* How many times needle occurs in hay. */
+static inline int test_count(const char *hay, const char *needle)
+{
+    int c = 0;
+    for (const char *p = hay; (p = strstr(p, needle)); p++)
+        c++;
+    return c;
+}
+
+/* Spawn fn(NULL) in a thread named `name`. */
+static inline ito_thread_t test_spawn_named(const char *name, void *(*fn)(void *))
+{
+    ito_attr_t at;
+    OK(ito_attr_init(&at));
+    OK(ito_attr_set_name(&at, name));
+    ito_thread_t t;
+    OK(ito_spawn(&t, &at, fn, NULL));
+    return t;
 }
 
 /* Run part() in a forked child that first sets the environment variables

@@ -3,6 +3,7 @@
 #include "base/panic.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,4 +92,20 @@ long long ito__env_int(const char *name, long long dflt, long long min, long lon
     if (overflow || x < min || x > max)
         return reject(name, v, false, dflt, min, max, sizes);
     return x;
+}
+
+int ito__signal_parse(const char *s)
+{
+    if (!strncmp(s, "SIG", 3))
+        s += 3;
+    char *end;
+    if (!strncmp(s, "RTMIN", 5)) {
+        long n = s[5] == '+' ? strtol(s + 6, &end, 10) : (end = (char *)s + 5, 0);
+        return *end || n < 0 || SIGRTMIN + n > SIGRTMAX ? -1 : SIGRTMIN + (int)n;
+    }
+    for (int sig = 1; sig < SIGRTMIN; sig++)
+        if (sigabbrev_np(sig) && !strcmp(s, sigabbrev_np(sig)))
+            return sig;
+    long n = strtol(s, &end, 10);
+    return *s && !*end && n >= 1 && n <= SIGRTMAX ? (int)n : -1;
 }

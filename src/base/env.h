@@ -13,5 +13,9 @@
 long long ito__env_int(const char *name, long long dflt, long long min, long long max, bool sizes);
 /* The string value of `name`, or NULL if unset or empty. */
 const char *ito__env_str(const char *name);
+/* A signal as a setting names it: "SIGQUIT", "QUIT", "SIGRTMIN+2" or a
+ * number; -1 for anything else. Which signals a setting accepts is its
+ * caller's to say. */
+int ito__signal_parse(const char *s);
 
 #endif

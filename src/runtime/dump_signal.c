@@ -39,23 +39,6 @@
 static int dump_sig;
 static _Atomic pid_t dump_tid;
 
-/* "SIGQUIT", "QUIT", "SIGRTMIN+2" or a number; -1 if none of those. */
-static int parse_signal(const char *s)
-{
-    if (!strncmp(s, "SIG", 3))
-        s += 3;
-    char *end;
-    if (!strncmp(s, "RTMIN", 5)) {
-        long n = s[5] == '+' ? strtol(s + 6, &end, 10) : (end = (char *)s + 5, 0);
-        return *end || n < 0 || SIGRTMIN + n > SIGRTMAX ? -1 : SIGRTMIN + (int)n;
-    }
-    for (int sig = 1; sig < SIGRTMIN; sig++)
-        if (sigabbrev_np(sig) && !strcmp(s, sigabbrev_np(sig)))
-            return sig;
-    long n = strtol(s, &end, 10);
-    return *s && !*end && n >= 1 && n <= SIGRTMAX ? (int)n : -1;
-}
-
 static void on_dump_signal(int sig)
 {
     int saved = errno;
@@ -93,7 +76,7 @@ void ito__dump_signal_init(void)
     const char *v = ito__env_str("ITO_DUMP_SIGNAL");
     if (!v)
         return;
-    int sig = parse_signal(v);
+    int sig = ito__signal_parse(v);
     if (sig < 0 || sig == SIGKILL || sig == SIGSTOP || sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE ||
         sig == SIGILL || sig == SIGABRT || sig == ito__rt.preempt_signal || sig == 32 || sig == 33) {
         ito__warn("ignoring ITO_DUMP_SIGNAL='%s': not a signal ito can take (use SIGQUIT, SIGUSR1, SIGUSR2, "

@@ -269,27 +269,6 @@ out:
     *ito__errno_ptr(a) = saved_errno;
 }
 
-/* "SIGURG", "URG", "SIGRTMIN+3", "RTMIN+3" or a number; -1 if none of these. */
-static int parse_signal(const char *s)
-{
-    if (!strncmp(s, "SIG", 3))
-        s += 3;
-    char *end;
-    if (!strncmp(s, "RTMIN", 5)) {
-        long n = s[5] == '+' ? strtol(s + 6, &end, 10) : (end = (char *)s + 5, 0);
-        return *end || SIGRTMIN + n > SIGRTMAX ? -1 : SIGRTMIN + (int)n;
-    }
-    static const struct { const char *name; int sig; } names[] = {
-        { "URG", SIGURG }, { "USR1", SIGUSR1 }, { "USR2", SIGUSR2 }, { "VTALRM", SIGVTALRM },
-        { "PROF", SIGPROF }, { "WINCH", SIGWINCH }, { "PWR", SIGPWR },
-    };
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        if (!strcmp(s, names[i].name))
-            return names[i].sig;
-    long n = strtol(s, &end, 10);
-    return *s && !*end && n >= 1 && n <= SIGRTMAX ? (int)n : -1;
-}
-
 void ito__preempt_init(void)
 {
     long long us = ito__env_int("ITO_TIMESLICE_US", ITO__TIMESLICE_DEFAULT_US, 0, 10000000, false);
@@ -298,7 +277,7 @@ void ito__preempt_init(void)
     int sig = SIGURG;
     const char *name = ito__env_str("ITO_PREEMPT_SIGNAL");
     if (name) {
-        int s = parse_signal(name);
+        int s = ito__signal_parse(name);
         if (s < 0 || s == SIGKILL || s == SIGSTOP || s == SIGSEGV || s == SIGBUS || s == SIGFPE ||
             s == SIGILL || s == SIGCHLD || s == SIGPIPE)
             ito__warn("ignoring ITO_PREEMPT_SIGNAL='%s': not a signal ito can take (use SIGURG, "

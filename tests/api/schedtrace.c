@@ -24,14 +24,6 @@ static void child(void)
     OK(ito_join(t, NULL));
 }
 
-static int count(const char *hay, const char *needle)
-{
-    int c = 0;
-    for (const char *p = hay; (p = strstr(p, needle)); p++)
-        c++;
-    return c;
-}
-
 int main(int argc, char **argv)
 {
     if (argc == 2) {
@@ -43,16 +35,16 @@ int main(int argc, char **argv)
     setenv("ITO_SCHEDTRACE", "50", 1);
     setenv("ITO_VPROCS", "2", 1);
     int st = test_run_self("child", err, sizeof err);
-    int lines = count(err, "ito: schedtrace ");
+    int lines = test_count(err, "ito: schedtrace ");
     if (!WIFEXITED(st) || WEXITSTATUS(st) != 0 || lines < 3 ||
-        count(err, "procs held ") != lines || count(err, " | vp0 ") != lines || count(err, " | vp1 ") != lines ||
+        test_count(err, "procs held ") != lines || test_count(err, " | vp0 ") != lines || test_count(err, " | vp1 ") != lines ||
         !strstr(err, " running 1 ") || !(strstr(err, "vp0 run t") || strstr(err, "vp1 run t"))) {
         fprintf(stderr, "trace: %s, %d lines; stderr:\n%s\n", test_status_str(st, sb, sizeof sb), lines, err);
         return 1;
     }
     setenv("ITO_SCHEDTRACE", "abc", 1);
     st = test_run_self("child", err, sizeof err);
-    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0 || count(err, "ignoring ITO_SCHEDTRACE='abc'") != 1 ||
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0 || test_count(err, "ignoring ITO_SCHEDTRACE='abc'") != 1 ||
         strstr(err, "ito: schedtrace ")) {
         fprintf(stderr, "bad value: %s; stderr:\n%s\n", test_status_str(st, sb, sizeof sb), err);
         return 1;

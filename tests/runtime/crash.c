@@ -31,12 +31,7 @@ __attribute__((noinline)) static void *call_abort(void *arg)
 
 static void run_named(void *(*fn)(void *))
 {
-    ito_attr_t at;
-    OK(ito_attr_init(&at));
-    OK(ito_attr_set_name(&at, "crasher"));
-    ito_thread_t t;
-    OK(ito_spawn(&t, &at, fn, NULL));
-    OK(ito_join(t, NULL));
+    OK(ito_join(test_spawn_named("crasher", fn), NULL));
 }
 
 static void case_segv(void) { run_named(write_null); }

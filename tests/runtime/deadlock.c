@@ -10,7 +10,6 @@
  * frames are ito's own where ito is linked statically, as here: only a
  * shared libito is told from the program by its module.) */
 #include <fcntl.h>
-#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -44,22 +43,12 @@ __attribute__((noinline)) static void *take_b_then_a(void *arg)
     return NULL;
 }
 
-static ito_thread_t spawn_named(const char *name, void *(*fn)(void *))
-{
-    ito_attr_t at;
-    OK(ito_attr_init(&at));
-    OK(ito_attr_set_name(&at, name));
-    ito_thread_t t;
-    OK(ito_spawn(&t, &at, fn, NULL));
-    return t;
-}
-
 static void case_lock_order(void)
 {
     OK(ito_sem_init(&both_hold, 0));
     OK(ito_sem_init(&go, 0));
-    ito_thread_t t1 = spawn_named("first", take_a_then_b);
-    ito_thread_t t2 = spawn_named("second", take_b_then_a);
+    ito_thread_t t1 = test_spawn_named("first", take_a_then_b);
+    ito_thread_t t2 = test_spawn_named("second", take_b_then_a);
     OK(ito_sem_wait(&both_hold));
     OK(ito_sem_wait(&both_hold));
     OK(ito_sem_post(&go));
@@ -218,55 +207,14 @@ static const struct {
 };
 enum { NCASES = sizeof cases / sizeof cases[0] };
 
-/* Run case i in a child, killed after `limit_s` (SIGKILL: an idle ito
- * process keeps signals pending until a thread that accepts them runs);
- * its stderr in err. */
+/* Run case i in a child, killed after `limit_s`; its stderr in err. */
 static int run_case(int i, char *err, size_t errlen, int limit_s)
 {
-    int fd[2];
-    CHECK(pipe(fd) == 0);
-    fflush(stdout);
-    fflush(stderr);
-    pid_t pid = fork();
-    CHECK(pid >= 0);
-    if (pid == 0) {
-        dup2(fd[1], 2);
-        close(fd[0]);
-        close(fd[1]);
-        if (cases[i].env)
-            setenv("ITO_DEADLOCK", cases[i].env, 1);
-        else
-            unsetenv("ITO_DEADLOCK");
-        char *argv[] = { (char *)"self", (char *)cases[i].name, NULL };
-        execv("/proc/self/exe", argv);
-        _exit(127);
-    }
-    close(fd[1]);
-    size_t n = 0;
-    struct timespec t0, now;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    for (;;) {
-        struct pollfd pfd = { .fd = fd[0], .events = POLLIN };
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        long left_ms = limit_s * 1000L - ((now.tv_sec - t0.tv_sec) * 1000L + (now.tv_nsec - t0.tv_nsec) / 1000000);
-        if (left_ms <= 0 || poll(&pfd, 1, (int)left_ms) == 0) {
-            kill(pid, SIGKILL);
-            break;
-        }
-        char tmp[4096];
-        ssize_t r = read(fd[0], tmp, sizeof tmp);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            break;
-        for (ssize_t k = 0; k < r && n + 1 < errlen; k++)
-            err[n++] = tmp[k];
-    }
-    err[n] = 0;
-    close(fd[0]);
-    int st;
-    CHECK(waitpid(pid, &st, 0) == pid);
-    return st;
+    if (cases[i].env)
+        setenv("ITO_DEADLOCK", cases[i].env, 1);
+    else
+        unsetenv("ITO_DEADLOCK");
+    return test_run_self_watched(cases[i].name, err, errlen, limit_s * 1000, 0, NULL);
 }
 
 static int failed;

@@ -28,20 +28,7 @@ __attribute__((noinline)) static void *compute_yielding(void *arg)
 
 static void run_named(void *(*fn)(void *))
 {
-    ito_attr_t at;
-    OK(ito_attr_init(&at));
-    OK(ito_attr_set_name(&at, "busy"));
-    ito_thread_t t;
-    OK(ito_spawn(&t, &at, fn, NULL));
-    OK(ito_join(t, NULL));
-}
-
-static int count(const char *hay, const char *needle)
-{
-    int c = 0;
-    for (const char *p = hay; (p = strstr(p, needle)); p++)
-        c++;
-    return c;
+    OK(ito_join(test_spawn_named("busy", fn), NULL));
 }
 
 static int failed;
@@ -64,20 +51,20 @@ int main(int argc, char **argv)
     static char err[65536];
     setenv("ITO_LONGRUN_MS", "50", 1);
     int st = test_run_self("long", err, sizeof err);
-    expect(WIFEXITED(st) && WEXITSTATUS(st) == 0 && count(err, "\"busy\" has run for ") == 1 &&
+    expect(WIFEXITED(st) && WEXITSTATUS(st) == 0 && test_count(err, "\"busy\" has run for ") == 1 &&
                strstr(err, "without a switch:\n") && strstr(err, "compute_long"),
            "long", st, err);
     st = test_run_self("yielding", err, sizeof err);
     expect(WIFEXITED(st) && WEXITSTATUS(st) == 0 && !strstr(err, "has run for"), "yielding", st, err);
     setenv("ITO_TIMESLICE_US", "0", 1);
     st = test_run_self("long", err, sizeof err);
-    expect(WIFEXITED(st) && WEXITSTATUS(st) == 0 && count(err, "\"busy\" has run for ") == 1 &&
+    expect(WIFEXITED(st) && WEXITSTATUS(st) == 0 && test_count(err, "\"busy\" has run for ") == 1 &&
                strstr(err, "(no backtrace: time slices are off)"),
            "slices off", st, err);
     unsetenv("ITO_TIMESLICE_US");
     setenv("ITO_LONGRUN_MS", "soon", 1);
     st = test_run_self("yielding", err, sizeof err);
-    expect(WIFEXITED(st) && WEXITSTATUS(st) == 0 && count(err, "ignoring ITO_LONGRUN_MS='soon'") == 1, "bad value",
+    expect(WIFEXITED(st) && WEXITSTATUS(st) == 0 && test_count(err, "ignoring ITO_LONGRUN_MS='soon'") == 1, "bad value",
            st, err);
     CHECK_EQ(failed, 0);
     return 0;
