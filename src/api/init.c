@@ -30,6 +30,7 @@
 #include "runtime/fork.h"
 #include "api/init.h"
 #include "api/owner.h"
+#include "api/view.h"
 #include "policy/registry.h"
 #include "runtime/runtime.h"
 #include "runtime/sched.h"
@@ -86,6 +87,7 @@ static void forked(pid_t parent_tid)
     ito__weight_forked(parent_tid);
     ito__agent_forked();
     ito__policies_forked();
+    ito__view_forked();
 }
 
 /* From the moment the library is loaded: a fork may happen while ito
@@ -104,6 +106,7 @@ static int resume_forked(void)
         ito__dump_signal_forked();
         ito__schedtrace_start();
         ito__longrun_start();
+        ito__view_start();
         ito__hooks.posix_resumed();
     }
     return e;
@@ -205,6 +208,7 @@ static int start(const ito_config_t *c, bool adopt)
     ito__agent_start();
     ito__schedtrace_start();
     ito__longrun_start();
+    ito__view_start();
     return 0;
 }
 
