@@ -408,7 +408,7 @@ void *ito__posix_cp_enter(void)
          * keeps one that no running thread takes, and the router ends the
          * wait of a thread that accepts it (posix/sigroute.c). */
         __atomic_store_n(&router_asked, true, __ATOMIC_RELAXED);
-        atomic_store(&ito__sigmasks_used, true);
+        ito__sigmasks_begin();
         ito__posix_sigroute_start();
     }
     bool was = t->interruptible;

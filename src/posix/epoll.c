@@ -110,8 +110,7 @@ static void block_all(void)
     /* From now on switches write each thread's mask: this kernel thread's
      * differs from its thread's. (Relaxed: a thread that runs here next sees
      * it in program order; this one, moved, through a run queue's acquire.) */
-    if (!atomic_load_explicit(&ito__sigmasks_used, memory_order_relaxed))
-        atomic_store_explicit(&ito__sigmasks_used, true, memory_order_relaxed);
+    ito__sigmasks_begin();
     kernel_mask(outside());
 }
 

@@ -397,14 +397,19 @@ unsigned ito__ring_sleep(struct ito__vproc *vp, uint64_t deadline)
         return wake_list(wake);
 
     /* Wait without the lock: the kernel only compares the CQ's head and tail.
-     * With every signal blocked but ito's own (in the same system call): no
-     * handler runs where no thread runs, and a signal for the process that
-     * arrives while every vproc sleeps is kept for it, for a thread that
-     * accepts it (the POSIX face's router wakes one: posix/sigroute.c). */
+     * Signals as in the futex sleep (idle.c, ito__sigmask_idle): once threads
+     * have masks of their own, with every signal blocked but ito's own (in
+     * the same system call), so that no handler runs where no thread runs
+     * and a signal for the process that arrives while every vproc sleeps is
+     * kept for a thread that accepts it (the POSIX face's router wakes one:
+     * posix/sigroute.c). Until then, with the kernel thread's mask: the
+     * process's, so that a signal for the process sleeping here takes its
+     * action (a SIGTERM ends an idle program). */
     uint64_t blocked = ~ito__sigmask_reserved();
+    bool block = atomic_load_explicit(&ito__sigmasks_used, memory_order_relaxed);
     struct __kernel_timespec ts;
-    struct io_uring_getevents_arg arg = { .sigmask = (uint64_t)(uintptr_t)&blocked, .sigmask_sz = _NSIG / 8,
-                                          .ts = 0 };
+    struct io_uring_getevents_arg arg = { .sigmask = block ? (uint64_t)(uintptr_t)&blocked : 0,
+                                          .sigmask_sz = _NSIG / 8, .ts = 0 };
     if (deadline) {
         uint64_t now = ito__now_ns();
         ts = ito__ring_timespec(deadline > now ? deadline - now : 0);

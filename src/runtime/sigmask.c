@@ -41,6 +41,7 @@
 #include <unistd.h>
 
 #include "runtime/critical.h"
+#include "runtime/sched.h"
 
 _Atomic bool ito__sigmasks_used;
 
@@ -49,6 +50,19 @@ uint64_t ito__sigmask_process;
 
 /* SIGKILL and SIGSTOP cannot be blocked; 32 and 33 are the C library's. */
 #define UNBLOCKABLE (ITO__SIGBIT(SIGKILL) | ITO__SIGBIT(SIGSTOP) | ITO__SIGBIT(32) | ITO__SIGBIT(33))
+
+void ito__sigmasks_begin(void)
+{
+    if (atomic_load_explicit(&ito__sigmasks_used, memory_order_relaxed) ||
+        atomic_exchange_explicit(&ito__sigmasks_used, true, memory_order_relaxed))
+        return;
+    /* The waker's side of the sleeper's Dekker pair (idle.c: it stores
+     * SLEEPING, runs the heavy fence, then reads the flag to choose its
+     * mask): either it sees the flag, or we see it asleep here. */
+    ito__fence_light();
+    for (int i = 0; i < ito__rt.nvprocs; i++)
+        ito__vproc_wake(ito__rt.vprocs[i]);
+}
 
 uint64_t ito__sigmask_reserved(void)
 {
@@ -97,7 +111,7 @@ void ito__sigmask_change(int how, uint64_t set, uint64_t *old)
     struct ito__thread *t = ito__thread_self();
     /* Before the thread's mask differs from another's: the next switch to
      * it anywhere writes it (ito__sigmask_before, _after). */
-    atomic_store_explicit(&ito__sigmasks_used, true, memory_order_relaxed);
+    ito__sigmasks_begin();
     /* The thread must not move between its mask and its kernel thread's. */
     ito__critical_enter();
     uint64_t was = ito__sigmask_of(t);

@@ -56,8 +56,15 @@ static inline uint64_t ito__sigmask_of(const struct ito__thread *t)
     return atomic_load_explicit(&t->sigmask, memory_order_relaxed);
 }
 
-/* Some thread has changed its mask: switches carry masks from then on. */
+/* Some thread has changed its mask: switches carry masks from then on.
+ * Set by ito__sigmasks_begin. */
 extern _Atomic bool ito__sigmasks_used;
+
+/* Threads' masks come into use (a thread changes its own, is spawned with
+ * one, or the POSIX face starts routing signals): from now on a switch
+ * carries them and a vproc that sleeps blocks every signal. Wakes the vprocs
+ * asleep with the process's mask, so that they sleep again blocking them. */
+void ito__sigmasks_begin(void);
 
 void ito__sigmask_write(struct ito__activation *act, uint64_t mask);
 

@@ -244,7 +244,7 @@ int ito__spawn(uint64_t *id_out, const ito_attr_t *attr, void *(*fn)(void *), vo
     /* ... and signal mask. */
     if (ITO_UNLIKELY(x && x->has_sigmask)) {
         atomic_store_explicit(&t->sigmask, x->sigmask & ~ito__sigmask_reserved(), memory_order_relaxed);
-        atomic_store_explicit(&ito__sigmasks_used, true, memory_order_relaxed);   /* before it is ready */
+        ito__sigmasks_begin();   /* before it is ready */
     } else {
         atomic_store_explicit(&t->sigmask, ito__sigmask_spawned(), memory_order_relaxed);
     }
