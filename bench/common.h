@@ -228,16 +228,24 @@ static BENCH_UNUSED void bench_own_domain(const char *prefix)
 }
 
 /* Remove that domain's allocation table once its processes have exited
- * (/dev/shm/ito-alloc-UID-DOMAIN-vVERSION, whatever the version). */
+ * (DIR/ito-alloc-UID-DOMAIN-vVERSION, whatever the version; DIR as
+ * src/cpushare/table.c's ito__table_path chooses it). */
 static BENCH_UNUSED void bench_own_domain_remove(void)
 {
-    char pat[160];
-    snprintf(pat, sizeof pat, "/dev/shm/ito-alloc-%u-%s-v*", (unsigned)geteuid(), bench_domain);
-    glob_t g;
-    if (glob(pat, 0, NULL, &g) == 0)
-        for (size_t i = 0; i < g.gl_pathc; i++)
-            shm_unlink(g.gl_pathv[i] + strlen("/dev/shm"));
-    globfree(&g);
+    unsigned uid = (unsigned)geteuid();
+    char dirs[3][32];
+    snprintf(dirs[0], sizeof dirs[0], "/run/user/%u", uid);
+    snprintf(dirs[1], sizeof dirs[1], "/run");
+    snprintf(dirs[2], sizeof dirs[2], "/dev/shm");
+    for (int d = 0; d < 3; d++) {
+        char pat[192];
+        snprintf(pat, sizeof pat, "%s/ito-alloc-%u-%s-v*", dirs[d], uid, bench_domain);
+        glob_t g;
+        if (glob(pat, 0, NULL, &g) == 0)
+            for (size_t i = 0; i < g.gl_pathc; i++)
+                unlink(g.gl_pathv[i]);
+        globfree(&g);
+    }
 }
 
 /* -------------------------------------------------------------------- ito */

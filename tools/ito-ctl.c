@@ -40,7 +40,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
@@ -275,18 +274,18 @@ static int ask_all(struct proc *ps, int max, pid_t only_pid)
 
 struct table_copy {
     bool present;
-    char name[160];
+    char name[192];   /* its path */
     struct ito__table t;
 };
 
-static struct ito__table *table_open(const char *name)
+static struct ito__table *table_open(const char *path)
 {
-    int fd = shm_open(name, O_RDONLY, 0);   /* do not create it */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);   /* do not create it */
     if (fd < 0)
         return NULL;
     close(fd);
     struct ito__table *t;
-    return ito__table_open(name, &t) == 0 ? t : NULL;
+    return ito__table_open(path, &t) == 0 ? t : NULL;
 }
 
 static void table_read(struct ito__table **t, struct table_copy *out)
@@ -542,8 +541,15 @@ int main(int argc, char **argv)
             usage(stderr, 1);
     }
     const char *env_domain = getenv("ITO_ALLOC_DOMAIN");
+    if (domain && !ito__table_domain_ok(domain)) {
+        fprintf(stderr, "ito-ctl: '%s' is not a domain name: 1 to %d letters, digits, '-' and '_'\n", domain,
+                ITO__ALLOC_DOMAIN_MAX);
+        return 1;
+    }
+    if (!domain && env_domain && *env_domain && !ito__table_domain_ok(env_domain))
+        env_domain = NULL;   /* as the processes do: no domain */
     static struct table_copy tc;
-    ito__table_name(domain ? domain : env_domain && *env_domain ? env_domain : NULL, tc.name, sizeof tc.name);
+    ito__table_path(domain ? domain : env_domain && *env_domain ? env_domain : NULL, tc.name, sizeof tc.name);
     struct ito__table *t = NULL;
     if (domain && !(t = table_open(tc.name))) {
         fprintf(stderr, "ito-ctl: no allocation table %s: no ito process of this user has run in domain %s\n",

@@ -66,6 +66,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -568,29 +569,25 @@ void ito__agent_configure(void)
     if (ito__rt.nvprocs > nc || ito__rt.nvprocs > ITO__VPROCS_MAX)
         return;   /* it asked for time-sharing */
     const char *domain = ito__env_str("ITO_ALLOC_DOMAIN");
-    char name[128];
-    if (domain) {
-        for (const char *p = domain; *p; p++)
-            if (!(*p >= 'a' && *p <= 'z') && !(*p >= 'A' && *p <= 'Z') && !(*p >= '0' && *p <= '9') &&
-                *p != '-' && *p != '_') {
-                ito__warn("ignoring ITO_ALLOC_DOMAIN='%.64s%s': not a domain name; accepted: 1 to 64 letters, "
-                          "digits, '-' and '_'; using no domain (sharing with this user's ito processes that "
-                          "name none)", domain, strlen(domain) > 64 ? "..." : "");
-                domain = NULL;
-                break;
-            }
-        if (domain && strlen(domain) > 64) {
-            ito__warn("ignoring ITO_ALLOC_DOMAIN='%.64s...': longer than 64 characters; accepted: 1 to 64 "
-                      "letters, digits, '-' and '_'; using no domain (sharing with this user's ito processes "
-                      "that name none)", domain);
-            domain = NULL;
-        }
+    char path[192];
+    if (domain && !ito__table_domain_ok(domain)) {
+        ito__warn("ignoring ITO_ALLOC_DOMAIN='%.64s%s': not a domain name; accepted: 1 to %d letters, digits, "
+                  "'-' and '_'; using no domain (sharing with this user's ito processes that name none)", domain,
+                  strlen(domain) > 64 ? "..." : "", ITO__ALLOC_DOMAIN_MAX);
+        domain = NULL;
     }
-    ito__table_name(domain, name, sizeof name);
-    int e = ito__table_open(name, &ag.table);
+    ito__table_path(domain, path, sizeof path);
+    int e = ito__table_open(path, &ag.table);
     if (e) {
-        ito__warn("cannot open the processor allocation table %s (%s); this process uses every CPU "
-                  "it may, as with ITO_ALLOCATOR=0", name, strerror(e));
+        struct stat st;
+        if (e == EACCES && lstat(path, &st) == 0 && st.st_uid != geteuid())
+            ito__warn("cannot use the processor allocation table %s: another user (uid %u) created it first; "
+                      "this process uses every CPU it may, as with ITO_ALLOCATOR=0. A runtime directory of this "
+                      "user's (/run/user/%u, which a login session creates) keeps the table where no other user "
+                      "can create files", path, (unsigned)st.st_uid, (unsigned)geteuid());
+        else
+            ito__warn("cannot open the processor allocation table %s (%s); this process uses every CPU "
+                      "it may, as with ITO_ALLOCATOR=0", path, strerror(e));
         return;
     }
     atomic_store(&ag.priority, (int)ito__env_int("ITO_PRIORITY", 0, ITO_ALLOC_PRIORITY_MIN,

@@ -9,9 +9,13 @@
  * (Table 3: "I could use n more", "this processor is idle"). Linux will not,
  * so the processes do it among themselves.
  *
- * Approach. One segment per user (and per domain, ITO_ALLOC_DOMAIN) in
- * /dev/shm, created on demand with mode 0600 by whichever process comes
- * first: no daemon. Each process owns a slot where it posts its hints (how
+ * Approach. One segment per user (and per domain, ITO_ALLOC_DOMAIN),
+ * created on demand with mode 0600 by whichever process comes first: no
+ * daemon. It lives where no other user can create a file, so that nobody
+ * can take its name first (ito__table_path: the user's runtime directory,
+ * /run for root); only a user without a runtime directory falls back to
+ * /dev/shm, where another user who takes the name first keeps this user's
+ * processes out of the sharing (they say so). Each process owns a slot where it posts its hints (how
  * many processors it could use, its priority, its affinity mask and quota)
  * on transitions only. Whoever changes its hints takes the table's lock and
  * divides the processors anew (divide.c: a pure function of the slots), and
@@ -23,8 +27,10 @@
  * Faults. Any process may die at any point, also holding the lock.
  *   - The lock word names its holder by thread id and start time; a waiter
  *     checks every 10 ms that the holder still exists (/proc/TID/stat) and
- *     takes a dead holder's lock over. The table may then be half-written,
- *     so it is checked and divided again.
+ *     takes a dead holder's lock over — and a live one's that has held it
+ *     for a second without an unlock (stopped, stuck, or named by a damaged
+ *     word), saying so; an unlock frees only its own lock. The table may
+ *     then be half-written, so it is checked and divided again.
  *   - A slot names its process by pid and start time (pids are reused, the
  *     pair is not); a division drops the slots of processes that are gone.
  *     Who notices: every process looks at the others' liveness at least
@@ -39,9 +45,9 @@
  *     incompatible ito never meet) and in the header (anything else found
  *     there is damage).
  * Out of scope: a process of the same user that truncates the segment
- * (every mapping of it then faults) or that never releases the lock while
- * alive — it may as well kill its peers; the user's own processes are
- * trusted not to be malicious, only to be buggy or killed.
+ * (every mapping of it then faults) — it may as well kill its peers; the
+ * user's own processes are trusted not to be malicious, only to be buggy,
+ * stopped or killed.
  *
  * Memory order. Everything in a slot and the header's counters is written
  * and read under the lock: the lock's acquire CAS pairs with the release
@@ -68,6 +74,7 @@
 
 #include "base/clock.h"
 #include "base/futex.h"
+#include "base/panic.h"
 #include "base/procstat.h"
 
 /* The layout is an ABI between processes: pin it. */
@@ -83,6 +90,10 @@ _Static_assert(sizeof(struct ito__table) == 208 + 64 * 328, "table layout");
 #define PID_LIMIT 4194304
 /* How often a waiter looks whether the lock's holder still exists. */
 #define LOCK_CHECK_NS 10000000u
+/* A holder that keeps the lock this long is stuck (a division takes
+ * microseconds): stopped, hung, or not a holder at all (a lock word that
+ * names a live thread by accident or by design). */
+#define LOCK_STUCK_NS 1000000000u
 
 /* ------------------------------------------------------------- processes */
 
@@ -102,14 +113,14 @@ bool ito__table_alive(pid_t pid, uint64_t start_time)
     return st != 0 && st == start_time;
 }
 
-/* This kernel thread as the lock names it. */
+/* This kernel thread as the lock names it. (Computed again when the thread
+ * id changes: the child of a fork inherits its parent's thread-local copy.) */
 static uint64_t lock_id(void)
 {
     static __thread uint64_t id;
-    if (!id) {
-        pid_t tid = (pid_t)syscall(SYS_gettid);
+    pid_t tid = (pid_t)syscall(SYS_gettid);
+    if ((uint32_t)id != (uint32_t)tid)
         id = (uint64_t)(uint32_t)ito__table_start_time(tid) << 32 | (uint32_t)tid;
-    }
     return id;
 }
 
@@ -122,22 +133,44 @@ static bool holder_alive(uint64_t id)
 
 /* ------------------------------------------------------------- segment */
 
-void ito__table_name(const char *domain, char *buf, size_t len)
+bool ito__table_domain_ok(const char *domain)
 {
-    if (domain && *domain)
-        snprintf(buf, len, "/ito-alloc-%u-%s-v%d", (unsigned)geteuid(), domain, ITO__ALLOC_VERSION);
-    else
-        snprintf(buf, len, "/ito-alloc-%u-v%d", (unsigned)geteuid(), ITO__ALLOC_VERSION);
+    size_t n = 0;
+    for (const char *p = domain; *p; p++, n++)
+        if (!(*p >= 'a' && *p <= 'z') && !(*p >= 'A' && *p <= 'Z') && !(*p >= '0' && *p <= '9') && *p != '-' &&
+            *p != '_')
+            return false;
+    return n >= 1 && n <= ITO__ALLOC_DOMAIN_MAX;
 }
 
-int ito__table_open(const char *name, struct ito__table **out)
+/* May only this user (or root) create files in dir? */
+static bool private_dir(const char *dir)
 {
-    char dflt[96];
-    if (!name) {
-        ito__table_name(NULL, dflt, sizeof dflt);
-        name = dflt;
+    struct stat st;
+    return lstat(dir, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid() && (st.st_mode & 022) == 0;
+}
+
+void ito__table_path(const char *domain, char *buf, size_t len)
+{
+    char dir[64];
+    unsigned uid = (unsigned)geteuid();
+    snprintf(dir, sizeof dir, "/run/user/%u", uid);
+    if (!private_dir(dir))
+        snprintf(dir, sizeof dir, "%s", uid == 0 && private_dir("/run") ? "/run" : "/dev/shm");
+    if (domain && *domain)
+        snprintf(buf, len, "%s/ito-alloc-%u-%s-v%d", dir, uid, domain, ITO__ALLOC_VERSION);
+    else
+        snprintf(buf, len, "%s/ito-alloc-%u-v%d", dir, uid, ITO__ALLOC_VERSION);
+}
+
+int ito__table_open(const char *path, struct ito__table **out)
+{
+    char dflt[160];
+    if (!path) {
+        ito__table_path(NULL, dflt, sizeof dflt);
+        path = dflt;
     }
-    int fd = shm_open(name, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0)
         return errno;
     struct stat st;
@@ -234,7 +267,9 @@ bool ito__table_lock(struct ito__table *t)
 {
     struct ito__table_header *h = &t->h;
     uint64_t me = lock_id();
-    bool takeover = false;
+    bool takeover = false, stuck = false;
+    uint64_t seen = 0, since = 0;   /* the holder we wait for, and since when */
+    uint32_t seen_seq = 0;
     for (;;) {
         uint64_t cur = 0;
         /* Acquire pairs with the release store of ito__table_unlock. */
@@ -254,7 +289,29 @@ bool ito__table_lock(struct ito__table *t)
             }
             continue;
         }
-        ito__futex_wait_shared(&h->lock_seq, seq, ito__now_ns() + LOCK_CHECK_NS);
+        uint64_t now = ito__now_ns();
+        if (cur != seen || seq != seen_seq) {
+            seen = cur, seen_seq = seq, since = now;
+        } else if (now - since >= LOCK_STUCK_NS) {
+            /* Held all this time without an unlock: taken over, as from the
+             * dead. If the holder was only slow, it finds the lock not its
+             * own at its unlock (which then leaves it alone), and the table
+             * is checked by every holder anyway. */
+            if (atomic_compare_exchange_strong_explicit(&h->lock, &cur, me, memory_order_acquire,
+                                                        memory_order_relaxed)) {
+                takeover = stuck = true;
+                break;
+            }
+            continue;
+        }
+        ito__futex_wait_shared(&h->lock_seq, seq, now + LOCK_CHECK_NS);
+    }
+    if (stuck) {
+        static _Atomic bool said;
+        if (!atomic_exchange_explicit(&said, true, memory_order_relaxed))
+            ito__warn("the processor allocation table's lock was held for over %u s by thread %u, which is "
+                      "alive (stopped or stuck while holding it, or the lock word was damaged): taken over",
+                      LOCK_STUCK_NS / 1000000000u, (unsigned)(uint32_t)seen);
     }
     bool fixed = takeover;
     if (!header_ok(h)) {
@@ -277,8 +334,10 @@ bool ito__table_lock(struct ito__table *t)
 
 void ito__table_unlock(struct ito__table *t)
 {
-    /* Release pairs with the acquire CAS of ito__table_lock. */
-    atomic_store_explicit(&t->h.lock, 0, memory_order_release);
+    /* Release pairs with the acquire CAS of ito__table_lock. A lock taken
+     * over from us (we held it too long) is no longer ours to free. */
+    uint64_t me = lock_id();
+    atomic_compare_exchange_strong_explicit(&t->h.lock, &me, 0, memory_order_release, memory_order_relaxed);
     atomic_fetch_add_explicit(&t->h.lock_seq, 1, memory_order_relaxed);
     ito__futex_wake_shared(&t->h.lock_seq, 1);
     if (announced) {

@@ -72,12 +72,20 @@ struct ito__table {
     struct ito__table_slot slot[ITO__ALLOC_SLOTS];
 };
 
-/* The table of `name` (NULL: this user's default, "/ito-alloc-UID-v1"),
- * created on demand with mode 0600. 0 or an errno value. */
-int ito__table_open(const char *name, struct ito__table **out);
+/* The table at `path` (NULL: this user's default), created on demand with
+ * mode 0600. 0 or an errno value: EACCES if the file there is another
+ * user's (or not a regular file), ELOOP if it is a symbolic link. */
+int ito__table_open(const char *path, struct ito__table **out);
 void ito__table_close(struct ito__table *t);
-/* The segment name for a domain (ITO_ALLOC_DOMAIN) or the default. */
-void ito__table_name(const char *domain, char *buf, size_t len);
+/* Where the table of a domain (ITO_ALLOC_DOMAIN; NULL or "": none) lives:
+ * DIR/ito-alloc-UID[-DOMAIN]-v1, DIR being the first of /run/user/UID (the
+ * user's runtime directory, if it is the user's and 0700-like), /run (root
+ * only) and /dev/shm. Every process of the user finds the same. */
+void ito__table_path(const char *domain, char *buf, size_t len);
+/* Is `domain` a domain name: 1 to ITO__ALLOC_DOMAIN_MAX letters, digits,
+ * '-' and '_'? */
+#define ITO__ALLOC_DOMAIN_MAX 64
+bool ito__table_domain_ok(const char *domain);
 
 /* Take the lock; a holder that died is taken over. Then every field is
  * checked and a damaged table rebuilt. Returns true if it was rebuilt or

@@ -90,9 +90,9 @@ static int table_want(pid_t pid)
 {
     static const struct ito__table *t;
     if (!t) {
-        char name[128];
-        ito__table_name(getenv("ITO_ALLOC_DOMAIN"), name, sizeof name);
-        int fd = shm_open(name, O_RDONLY, 0);
+        char path[192];
+        ito__table_path(getenv("ITO_ALLOC_DOMAIN"), path, sizeof path);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
         CHECK(fd >= 0);
         t = mmap(NULL, sizeof *t, PROT_READ, MAP_SHARED, fd, 0);
         CHECK(t != MAP_FAILED);

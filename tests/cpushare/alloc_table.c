@@ -200,6 +200,41 @@ static void killed_holding_lock(void)
     CHECK_EQ(used_slots(t), 0);
     printf("alloc_table: a holder killed with the lock: taken over after %.1f ms\n", (ito_now_ns() - t0) / 1e6);
 
+    /* A holder that is alive but keeps the lock (stopped while holding it)
+     * is taken over after a bound, with a warning; when it goes on, its
+     * unlock leaves the new holder's lock alone. */
+    int p[2], q[2];
+    CHECK(pipe(p) == 0 && pipe(q) == 0);
+    pid_t s = fork();
+    CHECK(s >= 0);
+    if (s == 0) {
+        struct ito__table *ct = open_table();
+        ito__table_lock(ct);
+        CHECK(write(p[1], "r", 1) == 1);
+        raise(SIGSTOP);
+        ito__table_unlock(ct);
+        CHECK(write(q[1], "u", 1) == 1);
+        _exit(0);
+    }
+    char ch;
+    CHECK(read(p[0], &ch, 1) == 1);
+    int st;
+    CHECK(waitpid(s, &st, WUNTRACED) == s && WIFSTOPPED(st));
+    takeovers = t->h.takeovers;
+    t0 = ito_now_ns();
+    CHECK(ito__table_lock(t));   /* taken over */
+    CHECK_EQ(t->h.takeovers, takeovers + 1);
+    uint64_t mine = atomic_load(&t->h.lock);
+    printf("alloc_table: a stopped holder: taken over after %.1f ms\n", (ito_now_ns() - t0) / 1e6);
+    kill(s, SIGCONT);
+    CHECK(read(q[0], &ch, 1) == 1);   /* it has unlocked: not ours */
+    CHECK_EQ(atomic_load(&t->h.lock), mine);
+    ito__table_divide(t);
+    ito__table_unlock(t);
+    CHECK_EQ(atomic_load(&t->h.lock), 0);
+    reap(s, false);
+    close(p[0]), close(p[1]), close(q[0]), close(q[1]);
+
     /* At random points: children join, post and leave in a loop; each is
      * killed after a random delay. The table must stay usable. */
     uint64_t seed = 42;
@@ -309,8 +344,8 @@ static void two_users(void)
         printf("alloc_table: not root: two users' segments not tested\n");
         return;
     }
-    char mine[96], theirs[96];
-    ito__table_name(NULL, mine, sizeof mine);
+    char mine[192], theirs[192];
+    ito__table_path(NULL, mine, sizeof mine);
     /* Another user's process uses another segment, and cannot open ours. */
     int p[2];
     CHECK(pipe(p) == 0);
@@ -318,7 +353,7 @@ static void two_users(void)
     CHECK(pid >= 0);
     if (pid == 0) {
         CHECK(setresgid(65534, 65534, 65534) == 0 && setresuid(65534, 65534, 65534) == 0);
-        ito__table_name(NULL, theirs, sizeof theirs);
+        ito__table_path(NULL, theirs, sizeof theirs);
         struct ito__table *t;
         int e = ito__table_open(name, &t);   /* ours: mode 0600, root's */
         CHECK(write(p[1], theirs, sizeof theirs) == (ssize_t)sizeof theirs);
@@ -335,33 +370,100 @@ static void two_users(void)
 
     /* A segment under our name that another user created is refused. */
     char planted[64];
-    snprintf(planted, sizeof planted, "/ito-test-planted-%d", (int)getpid());
-    int fd = shm_open(planted, O_RDWR | O_CREAT | O_EXCL, 0666);
+    snprintf(planted, sizeof planted, "/dev/shm/ito-test-planted-%d", (int)getpid());
+    int fd = open(planted, O_RDWR | O_CREAT | O_EXCL, 0666);
     CHECK(fd >= 0);
     CHECK(fchown(fd, 65534, 65534) == 0);
     close(fd);
     struct ito__table *t;
     CHECK_EQ(ito__table_open(planted, &t), EACCES);
-    shm_unlink(planted);
+    unlink(planted);
     printf("alloc_table: two users: %s and %s kept apart\n", mine, theirs);
+
+    /* Squatting: another user creates a user's table in /dev/shm first.
+     * With a runtime directory, the user's table is there, out of reach. */
+    char run[64], squat[96];
+    snprintf(run, sizeof run, "/run/user/%d", 65534);
+    snprintf(squat, sizeof squat, "/dev/shm/ito-alloc-%d-v%d", 65534, ITO__ALLOC_VERSION);
+    bool squatted = (fd = open(squat, O_RDWR | O_CREAT | O_EXCL, 0600)) >= 0;   /* root's */
+    if (fd >= 0)
+        close(fd);
+    struct stat rs;
+    if (squatted && stat(run, &rs) != 0) {
+        /* No runtime directory: the user's processes run without sharing,
+         * and say why. */
+        int e[2];
+        CHECK(pipe(e) == 0);
+        pid = fork();
+        CHECK(pid >= 0);
+        if (pid == 0) {
+            CHECK(setresgid(65534, 65534, 65534) == 0 && setresuid(65534, 65534, 65534) == 0);
+            unsetenv("ITO_ALLOC_DOMAIN");
+            dup2(e[1], 2);
+            OK(ito_init(NULL));
+            ito_alloc_info_t ai;
+            OK(ito_alloc_info(&ai));
+            _exit(ai.enabled ? 1 : 0);
+        }
+        close(e[1]);
+        static char err[4096];
+        ssize_t n, k = 0;
+        while ((n = read(e[0], err + k, sizeof err - 1 - (size_t)k)) > 0)
+            k += n;
+        err[k] = '\0';
+        close(e[0]);
+        int st;
+        CHECK(waitpid(pid, &st, 0) == pid);
+        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0 || !strstr(err, "another user (uid 0) created it first")) {
+            fprintf(stderr, "a squatted table: status %d, stderr:\n%s\n", st, err);
+            exit(1);
+        }
+        printf("alloc_table: a table squatted in /dev/shm, no runtime directory: said, no sharing\n");
+    }
+    bool made_run = mkdir(run, 0700) == 0;
+    if (!made_run && errno != EEXIST) {
+        printf("alloc_table: no %s (%s): squatting not tested\n", run, strerror(errno));
+        if (squatted)
+            unlink(squat);
+        return;
+    }
+    CHECK(chown(run, 65534, 65534) == 0 && chmod(run, 0700) == 0);
+    pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        CHECK(setresgid(65534, 65534, 65534) == 0 && setresuid(65534, 65534, 65534) == 0);
+        ito__table_path(NULL, theirs, sizeof theirs);
+        CHECK(!strncmp(theirs, "/run/user/65534/", 16));
+        OK(ito__table_open(NULL, &t));
+        CHECK(ito__table_lock(t) || true);
+        ito__table_unlock(t);
+        CHECK(unlink(theirs) == 0);
+        _exit(0);
+    }
+    reap(pid, false);
+    if (squatted)
+        unlink(squat);
+    if (made_run)
+        CHECK(rmdir(run) == 0);
+    printf("alloc_table: a table squatted in /dev/shm: the user's is in %s, out of reach\n", run);
 }
 
 int main(void)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
-    snprintf(name, sizeof name, "/ito-test-alloc-%d", (int)getpid());
-    shm_unlink(name);
+    snprintf(name, sizeof name, "/dev/shm/ito-test-alloc-%d", (int)getpid());
+    unlink(name);
     join_leave_demand();
     killed_holding_lock();
     garbage();
     two_users();
     /* The segment is created 0600. */
-    int fd = shm_open(name, O_RDONLY, 0);
+    int fd = open(name, O_RDONLY);
     CHECK(fd >= 0);
     struct stat st;
     CHECK(fstat(fd, &st) == 0);
     CHECK_EQ(st.st_mode & 0777, 0600);
     close(fd);
-    shm_unlink(name);
+    unlink(name);
     return 0;
 }

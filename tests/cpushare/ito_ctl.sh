@@ -17,7 +17,8 @@ export ITO_ALLOC_DOMAIN=test-ito_ctl-$$
 "$prog" idle & c=$!
 ITO_VIEW=0 "$prog" idle & d=$!
 out=/tmp/ito_ctl.$$
-trap 'kill -9 $a $b $c $d 2>/dev/null; rm -f /dev/shm/ito-alloc-$(id -u)-$ITO_ALLOC_DOMAIN-v1 $out' EXIT
+# (The domain's table is removed by the alloc_domains fixture.)
+trap 'kill -9 $a $b $c $d 2>/dev/null; rm -f $out' EXIT
 fail() { echo "ito_ctl: $*"; exit 1; }
 # The row of a process: PID PROGRAM POLICY PRIO HELD WANT CPUS THREADS RUN READY BLOCKED SWITCH/S
 col() { awk -v p="$1" -v k="$2" '$1 == p { print $k; exit }' "$out"; }
