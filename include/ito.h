@@ -250,8 +250,11 @@ ITO_API int ito_attr_get_group(const ito_attr_t *attr, struct ito_group **g);
  * Create a thread running fn(arg). attr may be NULL. The new thread owns no
  * stack until it first runs, so spawning is cheap. *t receives the handle; t
  * may be NULL only for a detached thread.
- * Returns 0; EINVAL for a bad argument or attribute (an uninitialized attr
- * included); EAGAIN if resources are lacking. Does not switch.
+ * Returns 0; EINVAL for a bad argument or attribute: an uninitialized attr,
+ * or a field of ito_attr_t written directly with a value its setter refuses
+ * (a stack size outside [ITO_STACK_MIN, ITO_STACK_MAX], a priority outside
+ * [0, ITO_PRIO_MAX], a vproc below -1 or >= ito_vproc_count(), a name without
+ * its NUL, unknown flags); EAGAIN if resources are lacking. Does not switch.
  */
 ITO_API int ito_spawn(ito_thread_t *t, const ito_attr_t *attr, void *(*fn)(void *), void *arg);
 
@@ -274,7 +277,9 @@ ITO_API int ito_detach(ito_thread_t t);
  * message when called from a foreign kernel thread. */
 ITO_API ITO_NORETURN void ito_exit(void *result);
 
-/* Let other ready threads run. MAY SWITCH. From a foreign thread: sched_yield(). */
+/* Let other ready threads run. MAY SWITCH. From a foreign thread: sched_yield().
+ * Like every call that may switch, not async-signal-safe: from a signal
+ * handler that interrupted the thread inside ito it aborts with a message. */
 ITO_API void ito_yield(void);
 
 /* The calling thread, or ITO_THREAD_NULL from a foreign kernel thread. */
@@ -333,9 +338,11 @@ typedef uint32_t ito_key_t;
 ITO_API int ito_key_create(ito_key_t *key, void (*dtor)(void *));
 /* Delete a key (no destructor runs). EINVAL for an unknown key. */
 ITO_API int ito_key_delete(ito_key_t key);
-/* EINVAL for an unknown key; ENOMEM; EPERM from a foreign kernel thread. */
+/* EINVAL for an unknown key; ENOMEM; EPERM from a foreign kernel thread.
+ * Initializes ito if needed (main's first call makes main an ito thread). */
 ITO_API int ito_setspecific(ito_key_t key, const void *value);
-/* NULL for an unknown key, an unset value or a foreign kernel thread. */
+/* NULL for an unknown key, an unset value or a foreign kernel thread.
+ * Initializes ito if needed. */
 ITO_API void *ito_getspecific(ito_key_t key);
 
 /* ------------------------------------------------------------------------ */

@@ -12,6 +12,7 @@
  * arguments across it and builds a frame on every call: 15 more
  * instructions per spawn and per join, counted with callgrind.)
  */
+#include <errno.h>
 #include <sched.h>
 
 #include <ito.h>
@@ -95,6 +96,28 @@ ITO_API ito_thread_t ito_self(void)
     if (ITO_UNLIKELY(!ito__initialized()))
         return self_first();
     return ito__self();
+}
+
+/* Keys: main's values hang off its descriptor, which it has only once ito
+ * has adopted it. The check is on the answer a thread that ito did not
+ * adopt gets (EPERM; NULL), not on the fast path. */
+ITO_API int ito_setspecific(ito_key_t k, const void *value)
+{
+    int e = ito__setspecific(k, value);
+    if (ITO_UNLIKELY(e == EPERM) && !ito__initialized() && first_call() == 0)
+        e = ito__setspecific(k, value);
+    return e;
+}
+
+ITO_API void *ito_getspecific(ito_key_t k)
+{
+    void *v = ito__getspecific(k);
+    /* Nothing was set before: NULL is the answer. (libito-pthread's keys need
+     * no descriptor, and the libraries ito uses while it starts call
+     * pthread_getspecific: no initialization there.) */
+    if (!ITO_OWN_TLS && ITO_UNLIKELY(!v) && !ito__initialized())
+        first_call();
+    return v;
 }
 
 ITO_API int ito_sleep_ns(uint64_t ns)

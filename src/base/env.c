@@ -3,6 +3,7 @@
 #include "base/panic.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +34,24 @@ static void bytes_str(char *buf, size_t n, long long x)
         snprintf(buf, n, "%lld (%lld%c)", x, x >> (10 * (s + 1)), suffix[s]);
 }
 
+/* Whether `name` was reported already. A variable may be read more than
+ * once (ITO_STACK_SIZE by an attribute call before ito starts and again as
+ * it starts; ITO_MAX_ACTIVATIONS again in the child of a fork): its warning
+ * is printed once. Slots are claimed by CAS (readers may race) and hold the
+ * callers' string literals; ito reads fewer variables than there are slots. */
+static bool reported(const char *name)
+{
+    static const char *_Atomic seen[32];
+    for (size_t i = 0; i < sizeof seen / sizeof seen[0]; i++) {
+        const char *s = atomic_load_explicit(&seen[i], memory_order_acquire);
+        if (!s && atomic_compare_exchange_strong(&seen[i], &s, name))
+            return false;
+        if (!strcmp(s, name))
+            return true;
+    }
+    return false;   /* the table is full: warn again rather than never */
+}
+
 /* One line: the variable, its value, what is wrong with it, what it accepts
  * and the value used instead (the caller's default: for ITO_VPROCS, the
  * number of usable CPUs it computed, not a placeholder). */
@@ -40,6 +59,8 @@ static long long reject(const char *name, const char *v, bool syntax, long long 
                         bool sizes)
 {
     char accepted[256], used[48];
+    if (reported(name))
+        return dflt;
     if (sizes) {
         char lo[48], hi[48];
         bytes_str(lo, sizeof lo, min);

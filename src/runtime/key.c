@@ -97,7 +97,7 @@ ITO_API int ito_key_delete(ito_key_t k)
     return e;
 }
 
-ITO_API int ito_setspecific(ito_key_t k, const void *value)
+int ito__setspecific(ito_key_t k, const void *value)
 {
     if (k >= ITO_KEYS_MAX)
         return EINVAL;
@@ -116,7 +116,7 @@ ITO_API int ito_setspecific(ito_key_t k, const void *value)
     return 0;
 }
 
-ITO_API void *ito_getspecific(ito_key_t k)
+void *ito__getspecific(ito_key_t k)
 {
     if (k >= ITO_KEYS_MAX)
         return NULL;

@@ -45,6 +45,18 @@
 void ito__thread_bad_transition(struct ito__thread *t, int from, int to, int actual)
 {
     static const char *const names[] = { "NEW", "READY", "RUNNING", "BLOCKED", "SUSPENDED", "EXITED", "FREE" };
+    /* The caller is t, running, yet t is no longer RUNNING, and ito's own
+     * code is on the stack twice (two critical sections): t was interrupted
+     * inside ito between its state change and its switch, and a signal
+     * handler called ito again. The caller's mistake, not ito's. (Found
+     * here, where it would abort anyway: no check on the fast paths.) */
+    if (t == ito__thread_self() && from == ITO__TS_RUNNING && actual != ITO__TS_RUNNING &&
+        ito__critical_depth() > 1)
+        ito__panic("thread %u \"%s\" called an ito function that may switch (ito_yield, ito_join, a lock, "
+                   "a wait...) from a signal handler that interrupted it inside ito; such functions are "
+                   "not async-signal-safe. Let the handler only record the signal (set a flag, write to a "
+                   "pipe or an eventfd; sem_post in libito-pthread) and act on it in an ito thread",
+                   t->index, t->name);
     ito__panic("internal error: thread %u: illegal state change %s -> %s (state is %s); please report it",
                t->index, names[from], names[to], actual >= 0 && actual < ITO__TS_COUNT ? names[actual] : "?");
 }
@@ -183,6 +195,17 @@ ITO_API int ito_attr_get_group(const ito_attr_t *a, ito_group_t **g)
 
 /* ------------------------------------------------------------- spawning */
 
+/* Every field as the setters leave it: the fields are public to the
+ * compiler, and one written directly (a 4 KiB stack, priority 99, a name
+ * without its NUL) must fail here, not later inside the thread. */
+static bool attr_valid(const ito_attr_t *a)
+{
+    return a->magic_ == ATTR_MAGIC && !(a->flags_ & ~ATTR_DETACHED) &&
+           (!a->stack_size_ || (a->stack_size_ >= ITO_STACK_MIN && a->stack_size_ <= ITO_STACK_MAX)) &&
+           a->priority_ >= 0 && a->priority_ <= ITO_PRIO_MAX && a->vproc_ >= -1 && a->vproc_ < ito__rt.nvprocs &&
+           memchr(a->name_, 0, ITO_NAME_MAX);
+}
+
 int ito__spawn(uint64_t *id_out, const ito_attr_t *attr, void *(*fn)(void *), void *arg, uint32_t ctl_flags,
                const struct ito__spawn_extra *x)
 {
@@ -194,14 +217,12 @@ int ito__spawn(uint64_t *id_out, const ito_attr_t *attr, void *(*fn)(void *), vo
     const char *name = NULL;
     ito_group_t *group = NULL;
     if (attr) {
-        if (attr->magic_ != ATTR_MAGIC)
+        if (ITO_UNLIKELY(!attr_valid(attr)))
             return EINVAL;
         if (attr->stack_size_)
             stack_size = ito__stack_round(attr->stack_size_);
         prio = attr->priority_;
         pref = attr->vproc_;
-        if (pref >= ito__rt.nvprocs)
-            return EINVAL;
         if ((attr->flags_ & ATTR_DETACHED) && !(ctl_flags & ITO__CTL_FUTURE))
             ctl_flags |= ITO__CTL_DETACHED;
         name = attr->name_;

@@ -319,5 +319,8 @@ static inline bool ito__keys_any(struct ito__thread *t) { return t->keys != NULL
 void ito__keys_run_destructors(struct ito__thread *t);
 void ito__keys_free(struct ito__thread *t);
 void ito__keys_forked(void);   /* the child of fork (runtime/fork.c) */
+/* ito_setspecific and ito_getspecific once ito is initialized (api/thread.c). */
+int ito__setspecific(ito_key_t k, const void *value);
+void *ito__getspecific(ito_key_t k);
 
 #endif

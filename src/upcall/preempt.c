@@ -69,6 +69,7 @@
 #include <errno.h>
 #include <link.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -269,6 +270,16 @@ out:
     *ito__errno_ptr(a) = saved_errno;
 }
 
+/* Whether ITO_PREEMPT_SIGNAL may name s: a signal whose default action
+ * nobody relies on (SIGTERM, SIGINT, SIGHUP, SIGALRM... end or stop the
+ * program, or are its own: a time-slice handler would swallow them), or a
+ * real-time one above those the C library keeps (32 and 33 in glibc). */
+static bool takeable(int s)
+{
+    return s == SIGURG || s == SIGUSR1 || s == SIGUSR2 || s == SIGVTALRM || s == SIGPROF || s == SIGWINCH ||
+           s == SIGPWR || (s >= SIGRTMIN && s <= SIGRTMAX);
+}
+
 void ito__preempt_init(void)
 {
     long long us = ito__env_int("ITO_TIMESLICE_US", ITO__TIMESLICE_DEFAULT_US, 0, 10000000, false);
@@ -278,13 +289,21 @@ void ito__preempt_init(void)
     const char *name = ito__env_str("ITO_PREEMPT_SIGNAL");
     if (name) {
         int s = ito__signal_parse(name);
-        if (s < 0 || s == SIGKILL || s == SIGSTOP || s == SIGSEGV || s == SIGBUS || s == SIGFPE ||
-            s == SIGILL || s == SIGCHLD || s == SIGPIPE)
-            ito__warn("ignoring ITO_PREEMPT_SIGNAL='%s': not a signal ito can take (use SIGURG, "
-                      "SIGUSR1, SIGUSR2, SIGVTALRM, SIGPROF, SIGWINCH, SIGPWR, SIGRTMIN+n or a number); "
-                      "using SIGURG", name);
-        else
+        if (takeable(s)) {
             sig = s;
+        } else {
+            char why[96];
+            if (s < 0)
+                snprintf(why, sizeof why, "not a signal");
+            else if (s >= 32)   /* below SIGRTMIN */
+                snprintf(why, sizeof why, "signal %d is the C library's own", s);
+            else
+                snprintf(why, sizeof why, "SIG%s is not free for ito to take over (the program or the "
+                         "system relies on it)", sigabbrev_np(s) ? sigabbrev_np(s) : "?");
+            ito__warn("ignoring ITO_PREEMPT_SIGNAL='%.64s': %s; accepted: SIGURG, SIGUSR1, SIGUSR2, SIGVTALRM, "
+                      "SIGPROF, SIGWINCH, SIGPWR, SIGRTMIN+n up to SIGRTMAX (with or without SIG, or their "
+                      "numbers); using SIGURG", name, why);
+        }
     }
     dl_iterate_phdr(collect, NULL);
     tls_span = (tls_span + 2048 + 4095) & ~(size_t)4095;   /* plus the loader's surplus */

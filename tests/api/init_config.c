@@ -6,9 +6,14 @@
  * environment variables taking effect, a first call from a foreign kernel
  * thread, and bad environment values: each reported on one line of stderr
  * (the variable, the value, what is accepted, what is used instead) while
- * ito starts all the same. */
+ * ito starts all the same; a variable read twice is reported once; keys as
+ * main's first calls; ITO_PREEMPT_SIGNAL refusing the signals the program
+ * or the system relies on. */
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <ito/policy.h>
 
@@ -39,6 +44,7 @@ static void clean_env(void)
     unsetenv("ITO_PREEMPT_SIGNAL");
     unsetenv("ITO_PRIO_LEVELS");
     unsetenv("ITO_ACTIVATIONS");
+    unsetenv("ITO_MAX_ACTIVATIONS");
 }
 
 /* ---- the cases, each run in its own process ---- */
@@ -269,6 +275,97 @@ static void case_bad_prio_levels(void)
     spawn_join_some();
 }
 
+/* A signal that is not free to take over keeps its default action. */
+static void preempt_signal_refused(const char *value, int sig)
+{
+    setenv("ITO_PREEMPT_SIGNAL", value, 1);
+    OK(ito_init(NULL));
+    struct sigaction sa;
+    if (sig < 32) {   /* (sigaction refuses the C library's own) */
+        CHECK_EQ(sigaction(sig, NULL, &sa), 0);
+        CHECK(sa.sa_handler == SIG_DFL);
+    }
+    CHECK_EQ(sigaction(SIGURG, NULL, &sa), 0);
+    CHECK(sa.sa_handler != SIG_DFL);   /* ito's, instead */
+    spawn_join_some();
+}
+
+static void case_preempt_signal_term(void) { preempt_signal_refused("15", SIGTERM); }
+static void case_preempt_signal_alrm(void) { preempt_signal_refused("ALRM", SIGALRM); }
+static void case_preempt_signal_int(void) { preempt_signal_refused("SIGINT", SIGINT); }
+static void case_preempt_signal_libc(void) { preempt_signal_refused("33", 33); }
+
+static void case_preempt_signal_rt(void)
+{
+    setenv("ITO_PREEMPT_SIGNAL", "SIGRTMIN+1", 1);
+    OK(ito_init(NULL));
+    struct sigaction sa;
+    CHECK_EQ(sigaction(SIGRTMIN + 1, NULL, &sa), 0);
+    CHECK(sa.sa_handler != SIG_DFL);
+    spawn_join_some();
+}
+
+/* Read before ito starts (the attribute's default) and again as it starts:
+ * still one warning. */
+static void case_stack_size_read_twice(void)
+{
+    setenv("ITO_STACK_SIZE", "abc", 1);
+    ito_attr_t a;
+    OK(ito_attr_init(&a));
+    size_t sz;
+    OK(ito_attr_get_stack_size(&a, &sz));
+    CHECK_EQ(sz, ITO_STACK_DEFAULT);
+    OK(ito_init(NULL));
+    spawn_join_some();
+}
+
+/* Read again in the child of a fork: still one warning. */
+static void case_max_activations_forked(void)
+{
+    setenv("ITO_MAX_ACTIVATIONS", "abc", 1);
+    spawn_join_some();
+#ifdef __SANITIZE_THREAD__
+    return;   /* TSan does not let a multi-threaded process fork and start threads */
+#endif
+    pid_t p = fork();
+    CHECK(p >= 0);
+    if (p == 0) {
+        spawn_join_some();
+        _exit(0);
+    }
+    int st;
+    CHECK_EQ(waitpid(p, &st, 0), p);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
+/* Thread-specific data as main's first ito calls: ito starts, main becomes
+ * an ito thread, the value is main's (it used to be EPERM, as for a foreign
+ * kernel thread). */
+static void case_keys_first(void)
+{
+    ito_key_t k;
+    OK(ito_key_create(&k, NULL));
+    CHECK(ito_getspecific(k) == NULL);   /* the first call: initializes */
+    CHECK_EQ(ito_init(&(ito_config_t)ITO_CONFIG_INIT), EBUSY);
+    int x;
+    OK(ito_setspecific(k, &x));
+    CHECK(ito_getspecific(k) == &x);
+    CHECK_EQ(ito_vproc_self(), 0);
+}
+
+static void case_setspecific_first(void)
+{
+    ito_key_t k;
+    OK(ito_key_create(&k, NULL));
+    int x;
+    OK(ito_setspecific(k, &x));   /* the first call: initializes */
+    CHECK(ito_getspecific(k) == &x);
+    CHECK(!ito_thread_equal(ito_self(), ITO_THREAD_NULL));
+    CHECK_EQ(ito_init(&(ito_config_t)ITO_CONFIG_INIT), EBUSY);
+    spawn_join_some();
+    CHECK(ito_getspecific(k) == &x);
+}
+
 #define SAYS_MAX 4
 
 static const struct {
@@ -298,6 +395,24 @@ static const struct {
       { "ignoring ITO_TIMESLICE_US='-5'", "from 0 to 10000000", "using the default, 10000" }, NULL },
     { "bad_preempt_signal", case_bad_preempt_signal, "ITO_PREEMPT_SIGNAL",
       { "ignoring ITO_PREEMPT_SIGNAL='SIGNOPE'", "SIGUSR1", "using SIGURG" }, NULL },
+    /* Signals the program or the system relies on are refused, by name or
+     * number, and the C library's own. */
+    { "preempt_signal_term", case_preempt_signal_term, "ITO_PREEMPT_SIGNAL",
+      { "ignoring ITO_PREEMPT_SIGNAL='15': SIGTERM is not free", "SIGUSR1", "SIGRTMIN+n", "using SIGURG" }, NULL },
+    { "preempt_signal_alrm", case_preempt_signal_alrm, "ITO_PREEMPT_SIGNAL",
+      { "ignoring ITO_PREEMPT_SIGNAL='ALRM': SIGALRM is not free", "using SIGURG" }, NULL },
+    { "preempt_signal_int", case_preempt_signal_int, "ITO_PREEMPT_SIGNAL",
+      { "ignoring ITO_PREEMPT_SIGNAL='SIGINT': SIGINT is not free", "using SIGURG" }, NULL },
+    { "preempt_signal_libc", case_preempt_signal_libc, "ITO_PREEMPT_SIGNAL",
+      { "ignoring ITO_PREEMPT_SIGNAL='33': signal 33 is the C library's own", "using SIGURG" }, NULL },
+    { "preempt_signal_rt", case_preempt_signal_rt, NULL, { NULL }, "ITO_PREEMPT_SIGNAL" },
+    /* A variable read twice is reported once. */
+    { "stack_size_read_twice", case_stack_size_read_twice, "ITO_STACK_SIZE",
+      { "ignoring ITO_STACK_SIZE='abc'", "using the default, 262144" }, NULL },
+    { "max_activations_forked", case_max_activations_forked, "ITO_MAX_ACTIVATIONS",
+      { "ignoring ITO_MAX_ACTIVATIONS='abc'" }, NULL },
+    { "keys_first", case_keys_first, NULL, { NULL }, NULL },
+    { "setspecific_first", case_setspecific_first, NULL, { NULL }, NULL },
     { "bad_prio_levels", case_bad_prio_levels, "ITO_PRIO_LEVELS",
       { "ignoring ITO_PRIO_LEVELS='0'", "from 1 to 140", "using the default, 140" }, NULL },
 };
