@@ -328,7 +328,7 @@ void ito__carrier_wake_monitor_busy(void)
 
 void ito__carrier_poke(pid_t tid)
 {
-    if (!ito__rt.timeslice_ns)
-        return;   /* no handler: it stops at its next switch */
+    if (!ito__rt.preempt_signal)
+        return;   /* no handler (ITO_ACTIVATIONS=0): it stops at its next switch */
     ito__kthread_signal(tid, ito__rt.preempt_signal, (union sigval){ .sival_int = ITO__CARRIER_POKE_TAG });
 }

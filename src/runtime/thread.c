@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include <ito.h>
+#include <ito/policy.h>
 
 #include "base/libc.h"
 #include "base/backoff.h"
@@ -531,7 +532,19 @@ struct ito__thread *ito__thread_lock_handle(ito_thread_t th)
     return t;
 }
 
-/* Wait until t (named by id) no longer runs user code. */
+/* Ask the vproc running t to switch it out now (the time-slice signal, also
+ * with slices off): for a thread that computes without calling ito. */
+static void interrupt(struct ito__thread *t)
+{
+    for (int i = 0; i < ito__rt.nvprocs; i++)
+        if (__atomic_load_n(&ito__rt.vprocs[i]->current, __ATOMIC_RELAXED) == t)
+            ito_policy_preempt(i);
+}
+
+/* Wait until t (named by id) no longer runs user code. It stops at its next
+ * call that may switch; one that has not come to one within about a
+ * millisecond is interrupted (and again every 10 ms or so, should it have
+ * moved meanwhile). */
 static void wait_stopped(struct ito__thread *t, uint64_t id)
 {
     for (unsigned i = 0;; i++) {
@@ -540,6 +553,8 @@ static void wait_stopped(struct ito__thread *t, uint64_t id)
             return;
         if (ito__thread_state(t) != ITO__TS_RUNNING)
             return;
+        if (i >= 64 + 50 && (i - 64 - 50) % 500 == 0)
+            interrupt(t);
         if (i < 64)
             ito__yield();
         else {

@@ -179,8 +179,8 @@ static void *watch(void *arg)
             uint64_t ms = (now - l->since) / 1000000u;
             struct ito__activation *carrier = ito__ks_carrier(ks);
             pid_t tid = carrier ? ito__activation_tid(carrier) : 0;
-            if (!ito__rt.timeslice_ns || !tid)
-                report_line(t, i, ms, " (no backtrace: time slices are off)");
+            if (!ito__rt.preempt_signal || !tid)
+                report_line(t, i, ms, " (no backtrace: ITO_ACTIVATIONS=0)");
             else
                 report(t, i, ms, tid);
         }

@@ -283,8 +283,11 @@ static bool takeable(int s)
 void ito__preempt_init(void)
 {
     long long us = ito__env_int("ITO_TIMESLICE_US", ITO__TIMESLICE_DEFAULT_US, 0, 10000000, false);
-    if (us == 0 || !ito__rt.activations)
+    if (!ito__rt.activations)
         return;   /* ITO_ACTIVATIONS=0 turns preemption off too */
+    /* With slices off (us == 0) the handler is still installed, without
+     * timers: a poke (a suspension, a more urgent thread, a processor taken
+     * away) still stops a thread that computes without calling ito. */
     int sig = SIGURG;
     const char *name = ito__env_str("ITO_PREEMPT_SIGNAL");
     if (name) {
@@ -323,12 +326,14 @@ void ito__preempt_init(void)
 
 void ito__preempt_start_self(struct ito__activation *a)
 {
-    if (!ito__rt.timeslice_ns)
+    if (!ito__rt.preempt_signal)
         return;
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, ito__rt.preempt_signal);
     ito__libc_pthread_sigmask(SIG_UNBLOCK, &set, NULL);   /* an inherited mask must not mute the ticks */
+    if (!ito__rt.timeslice_ns)
+        return;   /* slices off: pokes only */
     struct sigevent ev;
     memset(&ev, 0, sizeof ev);
     ev.sigev_notify = SIGEV_THREAD_ID;

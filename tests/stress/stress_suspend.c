@@ -9,7 +9,9 @@
  *   - restartable workers (no locks held across switch points) are restarted
  *     with ito_set_entry now and then; their increments are atomic pairs
  *     (own, total) with no switch point in between, so total == sum of own
- *     whatever frames were dropped;
+ *     whatever frames were dropped — less at most one per restart, for a
+ *     thread interrupted between the two (ito_suspend interrupts one that
+ *     comes to no switch point within a millisecond);
  *   - a producer/consumer pair over a semaphore loses no unit: every post is
  *     consumed (units taken by a consumer that is then restarted are counted
  *     at the moment they are taken). */
@@ -187,7 +189,12 @@ int main(void)
     for (int i = NLOCK; i < NLOCK + NRESTART; i++)
         sum_restart += atomic_load(&own[i]);
     CHECK_EQ(shared, sum_lock);
-    CHECK_EQ(atomic_load(&total_restartable), sum_restart);
+    /* A thread that has not come to a switch point within a millisecond of
+     * its suspension is interrupted wherever it is (ito_suspend), so a
+     * restart may drop the second half of one pair: at most one step per
+     * restart. */
+    long lost = sum_restart - atomic_load(&total_restartable);
+    CHECK(lost >= 0 && lost <= atomic_load(&restarts));
     /* Units: those left in the semaphore plus those taken are all posted. */
     unsigned left;
     OK(ito_sem_get_value(&units, &left));

@@ -56,12 +56,18 @@ int main(int argc, char **argv)
            "long", st, err);
     st = test_run_self("yielding", err, sizeof err);
     expect(WIFEXITED(st) && WEXITSTATUS(st) == 0 && !strstr(err, "has run for"), "yielding", st, err);
-    setenv("ITO_TIMESLICE_US", "0", 1);
+    setenv("ITO_TIMESLICE_US", "0", 1);   /* the signal still takes the backtrace */
     st = test_run_self("long", err, sizeof err);
     expect(WIFEXITED(st) && WEXITSTATUS(st) == 0 && test_count(err, "\"busy\" has run for ") == 1 &&
-               strstr(err, "(no backtrace: time slices are off)"),
+               strstr(err, "without a switch:\n") && strstr(err, "compute_long"),
            "slices off", st, err);
     unsetenv("ITO_TIMESLICE_US");
+    setenv("ITO_ACTIVATIONS", "0", 1);   /* no handler: no backtrace */
+    st = test_run_self("long", err, sizeof err);
+    expect(WIFEXITED(st) && WEXITSTATUS(st) == 0 && test_count(err, "\"busy\" has run for ") == 1 &&
+               strstr(err, "(no backtrace: ITO_ACTIVATIONS=0)"),
+           "activations off", st, err);
+    unsetenv("ITO_ACTIVATIONS");
     setenv("ITO_LONGRUN_MS", "soon", 1);
     st = test_run_self("yielding", err, sizeof err);
     expect(WIFEXITED(st) && WEXITSTATUS(st) == 0 && test_count(err, "ignoring ITO_LONGRUN_MS='soon'") == 1, "bad value",
