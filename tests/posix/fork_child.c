@@ -18,6 +18,7 @@
 #endif
 
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -184,11 +185,99 @@ static void child_handler_creates_thread(void)
     atomic_store(&create_in_child, false);
 }
 
+/* ---- a child of a busy process creates, joins and locks (issue 22) ---- */
+
+/* 100 threads compute, yield and share a mutex while main, then a thread,
+ * forks: the child's one thread creates and joins threads of its own,
+ * which share a mutex. (Not the parent's threads' mutex: one of them may
+ * have held it at the fork, and then the child waits for ever, on glibc
+ * too.) */
+enum { BUSY = 100 };
+static atomic_int busy_stop;
+static pthread_mutex_t busy_m = PTHREAD_MUTEX_INITIALIZER;
+
+static void *busy(void *arg)
+{
+    volatile unsigned long x = 0;
+    long k = (long)(intptr_t)arg;
+    while (!atomic_load_explicit(&busy_stop, memory_order_relaxed)) {
+        if (++x % 1024)
+            continue;
+        if (k % 2) {
+            OK(pthread_mutex_lock(&busy_m));
+            x++;
+            OK(pthread_mutex_unlock(&busy_m));
+        }
+        /* A pause now and then: on glibc, 100 kernel threads that never
+         * sleep leave the child too little of 2 CPUs for its alarm. */
+        if (x % 65536 == 0)
+            conform_pause_us(100);
+        else
+            sched_yield();
+    }
+    return NULL;
+}
+
+static pthread_mutex_t child_m = PTHREAD_MUTEX_INITIALIZER;
+static long child_count;
+
+static void *child_adds(void *arg)
+{
+    for (int i = 0; i < 200; i++) {
+        OK(pthread_mutex_lock(&child_m));
+        child_count++;
+        if (i % 50 == 0)
+            sched_yield();   /* holding it: the others wait */
+        OK(pthread_mutex_unlock(&child_m));
+    }
+    return arg;
+}
+
+static void *forks_busy(void *arg)
+{
+    pid_t pid = conform_fork(CHILD_ALARM);
+    if (pid == 0) {
+        for (intptr_t i = 0; i < 20; i++) {
+            pthread_t t;
+            void *r = NULL;
+            if (pthread_create(&t, NULL, answers, NULL) != 0 || pthread_join(t, &r) != 0 ||
+                r != (void *)(intptr_t)42)
+                _exit(6);
+        }
+        pthread_t a[4];
+        for (int i = 0; i < 4; i++)
+            OK(pthread_create(&a[i], NULL, child_adds, NULL));
+        for (int i = 0; i < 4; i++)
+            OK(pthread_join(a[i], NULL));
+        _exit(child_count == 800 ? 0 : 7);
+    }
+    conform_reap(pid, 0);
+    return arg;
+}
+
+static void child_of_busy_process_works(void)
+{
+    pthread_t b[BUSY];
+    for (intptr_t i = 0; i < BUSY; i++)
+        OK(pthread_create(&b[i], NULL, busy, (void *)i));
+    conform_pause_us(10000);
+    for (int r = 0; r < 3; r++) {
+        forks_busy(NULL);
+        pthread_t t;
+        OK(pthread_create(&t, NULL, forks_busy, NULL));
+        OK(pthread_join(t, NULL));
+    }
+    atomic_store(&busy_stop, 1);
+    for (int i = 0; i < BUSY; i++)
+        OK(pthread_join(b[i], NULL));
+}
+
 int main(void)
 {
     RUN_CASE(once_left_running_by_parent, 20);
     RUN_CASE(child_starts_with_no_pending_signals, 20);
     RUN_CASE(child_blocks_while_its_thread_runs, 20);
     RUN_CASE(child_handler_creates_thread, 20);
+    RUN_CASE(child_of_busy_process_works, 60);
     return 0;
 }
