@@ -40,17 +40,24 @@
 #include "runtime/runtime.h"
 
 static uint64_t period_ns;
+/* The tracer's buffers, in globals: the child of a fork, where the tracer
+ * thread is gone, reuses them (and a leak checker sees them reachable). */
+static struct ito__snapshot *snaps[2];
+static char *line;
 
 static void *tracer(void *arg)
 {
     (void)arg;
     int n = ito__rt.nvprocs;
-    struct ito__snapshot *s = ito__snapshot_new(), *prev = ito__snapshot_new();
     size_t cap = 256 + (size_t)n * 96;
-    char *line = malloc(cap);
+    for (int i = 0; i < 2; i++)
+        if (!snaps[i])
+            snaps[i] = ito__snapshot_new();
+    if (!line)
+        line = malloc(cap);
+    struct ito__snapshot *s = snaps[0], *prev = snaps[1];
     if (!s || !prev || !line) {
         ito__warn("ITO_SCHEDTRACE: out of memory; no scheduler trace");
-        free(s), free(prev), free(line);
         return NULL;
     }
     uint64_t start = ito__now_ns(), next = start;

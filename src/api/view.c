@@ -126,21 +126,28 @@ static void answer(int c, struct ito__snapshot *s, struct text *t)
     }
 }
 
+/* The server's snapshot and text, in globals: the child of a fork, where the
+ * server thread is gone, reuses them for its own server (and a leak checker
+ * sees them reachable there). */
+static struct ito__snapshot *snap;
+static struct text text;
+
 static void *server(void *arg)
 {
     int fd = (int)(intptr_t)arg;
-    struct ito__snapshot *s = ito__snapshot_new();
-    struct text t = { malloc(4096), 0, 4096 };
-    if (!s || !t.buf) {
+    if (!snap)
+        snap = ito__snapshot_new();
+    if (!text.buf)
+        text = (struct text){ malloc(4096), 0, 4096 };
+    if (!snap || !text.buf) {
         ito__warn("ITO_VIEW: out of memory; ito-ctl will not see this process");
-        free(s), free(t.buf);
         return NULL;
     }
     for (;;) {
         int c = ito__libc_accept4(fd, NULL, NULL, SOCK_CLOEXEC);
         if (c >= 0) {
             answering_fd = c;
-            answer(c, s, &t);
+            answer(c, snap, &text);
             answering_fd = -1;
             close(c);
         } else if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
