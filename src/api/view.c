@@ -50,12 +50,13 @@ static int listen_fd = -1;
 static int answering_fd = -1;   /* the connection being answered (for the child of a fork) */
 static char program[16];   /* the command name of the thread that started ito, as the allocator's */
 
-/* Append to a growing buffer; false when out of memory. */
+/* A growing buffer of text. */
 struct text {
     char *buf;
     size_t len, cap;
 };
 
+/* Append to it; false when out of memory. */
 static bool add(struct text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static bool add(struct text *t, const char *fmt, ...)
 {
