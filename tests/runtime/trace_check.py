@@ -73,10 +73,13 @@ def check_trace(path, final):
     # Runs: slices on every vproc, never overlapping on a track; names say thread and name.
     runs = [e for e in ev if e["ph"] == "X" and e.get("cat") == "run"]
     slices = [e for e in ev if e["ph"] == "X" and e.get("cat") in ("run", "scheduler")]
+    # (Every vproc runs some thread; which ones is the scheduler's choice: on a
+    # loaded machine one vproc may sleep while the other steals every yield
+    # thread, preferences notwithstanding.)
+    check(any(e["args"]["name"].startswith("yield") for e in runs), f"{path}: no run of a yield thread")
     for v, tid in vtid.items():
         mine = sorted((e for e in slices if e["tid"] == tid), key=lambda e: e["ts"])
-        check(any(e["cat"] == "run" and e["args"]["name"].startswith("yield") for e in mine),
-              f"{path}: no run of a yield thread on vproc {v}")
+        check(any(e["cat"] == "run" for e in mine), f"{path}: no run of any thread on vproc {v}")
         for a, b in zip(mine, mine[1:]):
             if not check(a["ts"] + a["dur"] <= b["ts"] + 0.0015, f"{path}: slices overlap on vproc {v}: {a} {b}"):
                 break
