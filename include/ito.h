@@ -596,7 +596,8 @@ typedef struct ito_stats {
     uint64_t steals;        /* threads taken from another vproc */
     uint64_t idle_sleeps;   /* times a vproc went to sleep for lack of work */
     uint64_t wakeups;       /* times a sleeping vproc was woken */
-    uint64_t preemptions;   /* time slices that ended in the thread's own code: it yielded there */
+    uint64_t preemptions;   /* time slices that ended in the thread's own code, and threads made to give
+                               way there to one that a due timer or a wake-up from outside made ready */
     uint64_t recoveries;    /* time slices that ended inside ito: it yielded when ito was done */
     uint64_t handoffs;      /* vprocs handed to a spare kernel thread: a bracketed call blocked */
     uint64_t stalls;        /* vprocs handed on because their kernel thread slept outside any bracket */

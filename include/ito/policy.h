@@ -59,7 +59,8 @@ typedef enum ito_ready_reason {
     ITO_READY_WAKE = 2,     /* its wait ended (lock, condition, timer, join...) */
     ITO_READY_YIELD = 3,    /* it called ito_yield */
     ITO_READY_RESUME = 4,   /* ito_resume after a suspension */
-    ITO_READY_PREEMPT = 5,  /* its time slice ended */
+    ITO_READY_PREEMPT = 5,  /* its time slice ended, or it gave way, while it computed, to a thread a
+                               due timer or a wake-up from outside made ready */
     ITO_READY_DISPLACED = 6, /* it gave way at the policy's request (ito_policy_preempt) */
 } ito_ready_reason_t;
 
@@ -95,10 +96,19 @@ typedef struct ito_policy_ops {
      * return it, or NULL. May also enqueue more stolen threads on vp. */
     ito_policy_node_t *(*steal)(ito_policy_vproc_t *vp);
     /* Optional. Called on each vproc that runs threads, from its periodic
-     * work (every 32nd pick, and at the end of each time slice), at most once
-     * a millisecond: a vproc that runs one computing thread sees it once a
-     * slice. */
+     * work (every 32nd pick, at the end of each time slice, and when asked to
+     * look at an overdue timer), at most once a millisecond: a vproc that
+     * runs one computing thread sees it once a slice. */
     void (*tick)(ito_policy_vproc_t *vp);
+    /* Optional. The priority of n's thread changed while it was ready
+     * (ito_set_priority, from a thread on vp — or from a kernel thread ito
+     * did not create, with vp the first vproc's view: unlike the other ops,
+     * this one must not assume it runs on vp). n may be queued anywhere, or
+     * have been picked since: the policy checks that under its own
+     * synchronization, and may move it (ito_policy_node_priority gives the
+     * new priority). Without it, a new priority counts from the thread's
+     * next enqueue. */
+    void (*priority_changed)(ito_policy_vproc_t *vp, ito_policy_node_t *n);
 } ito_policy_ops_t;
 
 /*
@@ -118,6 +128,24 @@ ITO_API int ito_policy_node_priority(const ito_policy_node_t *n);
  * none (idle, or in its scheduler context) or is out of range. A snapshot,
  * read without synchronization: it may be stale as soon as it is returned. */
 ITO_API int ito_policy_running_priority(int vproc);
+/* How many time-slice ticks found n's thread running since it was created:
+ * its CPU time in slices (ITO_TIMESLICE_US), sampled — each tick of a
+ * vproc's CPU-time clock counts for the thread it interrupts, whether or not
+ * it was switched out then (Linux 2.6's scheduler_tick). A policy that keeps
+ * the value it saw when it last queued the thread learns whether the thread
+ * has used a slice since: a thread that parks just before each slice ends
+ * is charged as surely as one that computes. 0 with slices off. */
+ITO_API uint32_t ito_policy_node_slices(const ito_policy_node_t *n);
+/* Whether n's thread used a slice since the count was last stored in *seen
+ * (a word of the policy's: n->word[i], say), which it updates. */
+static inline bool ito_policy_node_charged(const ito_policy_node_t *n, uintptr_t *seen)
+{
+    uintptr_t slices = ito_policy_node_slices(n);
+    if (*seen == slices)
+        return false;
+    *seen = slices;
+    return true;
+}
 /* Preferred vproc of the thread (ito_attr_set_vproc), or -1. */
 ITO_API int ito_policy_node_vproc_hint(const ito_policy_node_t *n);
 /* vproc the thread last ran on, or -1 if it never ran. */

@@ -62,6 +62,10 @@
 
 #define AFF_SCAN_MAX 64              /* queued threads a thief looks at per victim */
 #define AFF_NEVER_RAN ((uintptr_t)1 << 32)
+#define AFF_WAKE_GRANULARITY_NS 1000000u   /* a woken thread displaces one that ran this long */
+#define AFF_FRESH ((uintptr_t)1 << 33)       /* queued ahead of the threads that used a slice */
+#define AFF_KEEP (AFF_NEVER_RAN | AFF_FRESH | ((uintptr_t)0xffff << 48))
+#define AFF_SLICES_SHIFT 48                  /* ito_policy_node_slices when last queued (16 bits) */
 #define AFF_NEAR_LEVEL 2             /* sharing this cache level or a smaller one: near */
 
 /* How long a thread has waited is measured in time-stamp-counter cycles: a
@@ -76,12 +80,20 @@ struct aff {
     uint64_t idle_ns;
     uint64_t c0, t0;                 /* cycles and ns at initialization */
     _Atomic uint64_t idle_cycles;    /* idle_ns in cycles; 0: not known yet */
+    _Atomic uint64_t gran_cycles;    /* AFF_WAKE_GRANULARITY_NS in cycles; 0: not known yet */
     _Atomic unsigned rotor;          /* homes of new groups */
 };
 
 struct aff_vp {
     ito__spinlock lock ITO_ALIGNED_CACHELINE;
     ito_policy_node_t *head, *tail;  /* lock */
+    ito_policy_node_t *fresh;        /* lock: the last of the AFF_FRESH ones at the head's side, or NULL */
+    /* What the owner picked or stole last (NULL: nothing), and its slice
+     * count then: written by the owner, read by vprocs that place a woken
+     * thread here (wake_preempts). */
+    _Atomic(ito_policy_node_t *) running;
+    _Atomic uint32_t running_seen;
+    _Atomic uint64_t running_since;  /* time-stamp counter when picked */
     /* The group of what this vproc last picked or stole (NULL: none, or a
      * thread in no group). Written by the owner only: under the lock at a
      * pick; before a release store of a group's home when it pulls a group
@@ -130,19 +142,29 @@ static void set_cur_group(struct aff_vp *v, const ito_policy_group_t *g)
 /* Under v->lock. */
 static void push(struct aff_vp *v, int index, ito_policy_node_t *n)
 {
-    set_word(n, 1, (word(n, 1) & AFF_NEVER_RAN) | (uintptr_t)(index + 1));
-    n->next = NULL;
-    n->prev = v->tail;
-    if (v->tail)
-        v->tail->next = n;
+    set_word(n, 1, (word(n, 1) & AFF_KEEP) | (uintptr_t)(index + 1));
+    /* A thread that has not used a slice since it was last queued goes
+     * ahead of those that have, behind the others like it (aff_enqueue). */
+    ito_policy_node_t *after = word(n, 1) & AFF_FRESH ? v->fresh : v->tail;
+    if (word(n, 1) & AFF_FRESH)
+        v->fresh = n;
+    n->prev = after;
+    n->next = after ? after->next : v->head;
+    if (n->next)
+        n->next->prev = n;
+    else
+        v->tail = n;
+    if (after)
+        after->next = n;
     else
         v->head = n;
-    v->tail = n;
     atomic_store_explicit(&v->len, atomic_load_explicit(&v->len, memory_order_relaxed) + 1, memory_order_relaxed);
 }
 
 static void unlink_node(struct aff_vp *v, ito_policy_node_t *n)
 {
+    if (v->fresh == n)
+        v->fresh = n->prev;   /* the one before it is fresh too, or NULL */
     if (n->prev)
         n->prev->next = n->next;
     else
@@ -151,7 +173,7 @@ static void unlink_node(struct aff_vp *v, ito_policy_node_t *n)
         n->next->prev = n->prev;
     else
         v->tail = n->prev;
-    set_word(n, 1, word(n, 1) & AFF_NEVER_RAN);
+    set_word(n, 1, word(n, 1) & AFF_KEEP);
     atomic_store_explicit(&v->len, atomic_load_explicit(&v->len, memory_order_relaxed) - 1, memory_order_relaxed);
 }
 
@@ -205,8 +227,56 @@ static int target_of(ito_policy_vproc_t *vp, ito_policy_node_t *n, ito_ready_rea
     return t;
 }
 
-/* Queue n (its words set) where it belongs, from vp. */
-static void place(ito_policy_vproc_t *vp, ito_policy_node_t *n, ito_ready_reason_t why)
+/* The owner of v runs n now (NULL: nothing). */
+static void ran(struct aff_vp *v, ito_policy_node_t *n)
+{
+    atomic_store_explicit(&v->running, n, memory_order_relaxed);
+    if (n) {
+        atomic_store_explicit(&v->running_seen, ito_policy_node_slices(n), memory_order_relaxed);
+        atomic_store_explicit(&v->running_since, ito__cycles(), memory_order_relaxed);
+    }
+}
+
+/* AFF_WAKE_GRANULARITY_NS in time-stamp counter cycles, once the counter's
+ * rate is known (AFF_CALIBRATE_NS after start); 0 before. */
+static uint64_t gran_cycles(struct aff *a)
+{
+    uint64_t g = atomic_load_explicit(&a->gran_cycles, memory_order_relaxed);
+    if (g)
+        return g;
+    uint64_t t = ito_now_ns(), c = ito__cycles();
+    if (t - a->t0 < AFF_CALIBRATE_NS)
+        return 0;
+    g = (uint64_t)((double)AFF_WAKE_GRANULARITY_NS * (double)(c - a->c0) / (double)(t - a->t0));
+    atomic_store_explicit(&a->gran_cycles, g ? g : 1, memory_order_relaxed);
+    return g;
+}
+
+/* A thread woken without having used a slice was queued on vproc t: if the
+ * thread t runs has run AFF_WAKE_GRANULARITY_NS since it was picked (or used
+ * a slice: before the counter is calibrated), t gives way to it — CFS's
+ * wake-up preemption and its granularity. Otherwise a thread that wakes on a
+ * vproc kept by a computing thread waits for that thread to park or its
+ * slice to end: a semaphore ping-pong split over two vprocs beside pipe
+ * writers that compute ~9 ms between parks made ~100 round trips a second.
+ * A snapshot: a descriptor stays mapped when its thread exits, and a stale
+ * look only costs one switch. */
+static void wake_preempts(ito_policy_vproc_t *vp, int t)
+{
+    struct aff_vp *o = V(vp->all[t]);
+    ito_policy_node_t *r = atomic_load_explicit(&o->running, memory_order_relaxed);
+    if (!r || ito_policy_running_priority(t) < 0)
+        return;   /* (idle: it picks anyway) */
+    uint64_t g = gran_cycles(A(vp));
+    bool long_run = g ? ito__cycles() - atomic_load_explicit(&o->running_since, memory_order_relaxed) >= g
+                      : ito_policy_node_slices(r) != atomic_load_explicit(&o->running_seen, memory_order_relaxed);
+    if (long_run)
+        ito_policy_preempt(t);
+}
+
+/* Queue n (its words set) where it belongs, from vp; returns the vproc
+ * whose FIFO it went to (-1: none, it went on through the global queue). */
+static int place(ito_policy_vproc_t *vp, ito_policy_node_t *n, ito_ready_reason_t why)
 {
     for (;;) {
         int t = target_of(vp, n, why);
@@ -217,7 +287,7 @@ static void place(ito_policy_vproc_t *vp, ito_policy_node_t *n, ito_ready_reason
         /* The lock orders the push before the owner's next pick; wake pairs
          * it with the owner's sleep or park (policy.h). */
         if (t == vp->index || ito_policy_wake(t))
-            return;
+            return t;
         /* t lost its processor meanwhile: take n back if it did not give it
          * away already, and choose again (t now counts as inactive). */
         ito__spin_lock(&v->lock);
@@ -226,7 +296,7 @@ static void place(ito_policy_vproc_t *vp, ito_policy_node_t *n, ito_ready_reason
             unlink_node(v, n);
         ito__spin_unlock(&v->lock);
         if (!back)
-            return;   /* on its way through the global queue */
+            return -1;   /* on its way through the global queue */
     }
 }
 
@@ -274,8 +344,17 @@ static int aff_vproc_init(ito_policy_vproc_t *vp)
 static void aff_enqueue(ito_policy_vproc_t *vp, ito_policy_node_t *n, ito_ready_reason_t why)
 {
     set_word(n, 0, (uintptr_t)ito__cycles());
-    set_word(n, 1, why == ITO_READY_SPAWN ? AFF_NEVER_RAN : 0);
-    place(vp, n, why);
+    /* Fresh: it has not used a slice since it was last queued (a tick never
+     * found it running: ito_policy_node_slices), and neither yielded nor
+     * used up one now. */
+    uint32_t slices = ito_policy_node_slices(n);
+    bool used = why != ITO_READY_SPAWN && ((word(n, 1) >> AFF_SLICES_SHIFT) & 0xffff) != (slices & 0xffff);
+    bool fresh = !used && why != ITO_READY_PREEMPT && why != ITO_READY_YIELD;
+    set_word(n, 1, (why == ITO_READY_SPAWN ? AFF_NEVER_RAN : 0) | (fresh ? AFF_FRESH : 0) |
+                       (uintptr_t)(slices & 0xffff) << AFF_SLICES_SHIFT);
+    int t = place(vp, n, why);
+    if (t >= 0 && fresh && (why == ITO_READY_WAKE || why == ITO_READY_RESUME))
+        wake_preempts(vp, t);
 }
 
 static ito_policy_node_t *aff_pick(ito_policy_vproc_t *vp)
@@ -300,6 +379,7 @@ static ito_policy_node_t *aff_pick(ito_policy_vproc_t *vp)
         place(vp, moved, ITO_READY_WAKE);
         moved = next;
     }
+    ran(v, n);
     return n;
 }
 
@@ -433,6 +513,7 @@ static ito_policy_node_t *aff_steal(ito_policy_vproc_t *vp)
         }
         set_cur_group(self, ito_policy_node_group(first));
         ito__spin_unlock(&self->lock);
+        ran(self, first);
         return first;
     }
     if (soonest != UINT64_MAX)   /* a thread becomes movable then */

@@ -7,6 +7,13 @@
  * pick crosses the same lock and cache line, and threads migrate freely, so
  * it scales and keeps caches worse than "ws". No stealing: the queue is
  * already shared.
+ *
+ * Two classes, each in arrival order: threads that have not used a time
+ * slice since they were last queued (new, woken, resumed: a tick never found
+ * them running, ito_policy_node_slices) wait ahead of those that have (the
+ * end of a slice, a yield, a wait that began after using one). A thread that
+ * sleeps or waits briefly thus does not queue behind every computing thread's
+ * whole slice; computing threads still take turns among themselves.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -19,6 +26,7 @@
 struct fifo {
     ito__spinlock lock ITO_ALIGNED_CACHELINE;
     ito_policy_node_t *head, *tail;   /* lock */
+    ito_policy_node_t *fresh;         /* lock: the last of the first class, NULL: none */
 };
 
 static int fifo_init(int nvprocs, void **shared)
@@ -35,15 +43,21 @@ static int fifo_init(int nvprocs, void **shared)
 
 static void fifo_enqueue(ito_policy_vproc_t *vp, ito_policy_node_t *n, ito_ready_reason_t why)
 {
-    (void)why;
     struct fifo *q = vp->shared;
-    n->next = NULL;
+    bool fresh = !ito_policy_node_charged(n, &n->word[0]) && why != ITO_READY_PREEMPT && why != ITO_READY_YIELD;
     ito__spin_lock(&q->lock);
-    if (q->tail)
-        q->tail->next = n;
-    else
+    ito_policy_node_t *after = fresh ? q->fresh : q->tail;
+    if (fresh)
+        q->fresh = n;
+    if (after) {
+        n->next = after->next;
+        after->next = n;
+    } else {
+        n->next = __atomic_load_n(&q->head, __ATOMIC_RELAXED);
         __atomic_store_n(&q->head, n, __ATOMIC_RELAXED);   /* also read without the lock */
-    q->tail = n;
+    }
+    if (after == q->tail)
+        q->tail = n;
     ito__spin_unlock(&q->lock);
 }
 
@@ -58,6 +72,8 @@ static ito_policy_node_t *fifo_pick(ito_policy_vproc_t *vp)
         __atomic_store_n(&q->head, n->next, __ATOMIC_RELAXED);
         if (!n->next)
             q->tail = NULL;
+        if (q->fresh == n)
+            q->fresh = NULL;
     }
     ito__spin_unlock(&q->lock);
     return n;

@@ -9,18 +9,31 @@
  * are spread evenly over them.
  *
  * Time slices. A thread at level l has a quantum of 1 + 31·l/(levels-1)
- * slices (ITO_TIMESLICE_US each). Each slice it uses up, it goes to the back
- * of its level in the active array, so threads of one level take turns slice
- * by slice; when its quantum is spent it gets a new one and goes to the
- * expired array. The arrays swap when the active one is empty. Within one
- * such epoch every ready thread runs its whole quantum, so a thread's CPU
- * share grows linearly with its level ([SSH §4.3.3]: not with its
- * square, as when both the slice and the order favour it), and no ready
- * thread starves, whatever its level. Threads that wait (locks, I/O,
- * sleeps) come back to the active array with what is left of their
- * quantum. A yield goes to the expired array, as sched_yield did in Linux
- * 2.6: it lets every ready thread run first, less urgent ones too — a
- * thread that polls with ito_yield cannot starve them.
+ * slices (ITO_TIMESLICE_US each). Every slice it uses counts against it,
+ * however it comes back: each tick of a vproc's CPU-time clock charges the
+ * thread it finds running (ito_policy_node_slices), and enqueue takes off
+ * what was charged since the thread was last queued — so a thread that parks
+ * just before each slice would end (a pipe writer whose pipe fills every few
+ * milliseconds) pays like one that computes through it; counting only the
+ * slices that ended in a switch once let such threads keep both processors
+ * for ever. A thread that used a slice goes to the back of its level in the
+ * active array, so threads of one level take turns slice by slice; when its
+ * quantum is spent it gets a new one and goes to the expired array. The
+ * arrays swap when the active one is empty. Within one such epoch every
+ * ready thread runs its whole quantum, so a thread's CPU share grows
+ * linearly with its level ([SSH §4.3.3]: not with its square, as when both
+ * the slice and the order favour it), and no ready thread starves, whatever
+ * its level. A thread that waited (locks, I/O, sleeps) and used no slice
+ * since it was last queued goes ahead of the threads of its level that did,
+ * behind those woken before it (prioq's WOKEN place; CFS's sleeper credit in
+ * whole slices). A yield goes to the expired array, as sched_yield did in
+ * Linux 2.6: it lets every ready thread run first, less urgent ones too — a
+ * thread that polls with ito_yield cannot starve them. Should the active
+ * array never empty (threads spawned again and again, each with a new
+ * quantum), prio_tick's backstop sends every thread to the expired array
+ * once an expired one has waited too long (Linux 2.6's EXPIRED_STARVING).
+ * A ready thread whose priority changes moves to its new level
+ * (prio_priority_changed).
  *
  * Urgency across vprocs ([SA §1.2]). A thread that becomes ready
  * should not wait while a less urgent one runs on any vproc. A thread made
@@ -47,7 +60,8 @@
  *
  * Node words (prioq.h owns the low 16 bits of word[1]): bits 16..31 of
  * word[1] hold the quantum left, bits 32..47 the index + 1 of the vproc
- * whose queue holds the thread ("prio").
+ * whose queue holds the thread ("prio"), bits 48..63 the slice count seen
+ * when it was last queued.
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -56,7 +70,9 @@
 #include <ito/policy.h>
 
 #include "base/compiler.h"
+#include "base/clock.h"
 #include "base/env.h"
+#include "runtime/runtime.h"
 #include "runtime/spinlock.h"
 #include "policy/prioq.h"
 
@@ -65,6 +81,9 @@
 struct prio_queue {
     ito__spinlock lock ITO_ALIGNED_CACHELINE;
     struct ito__prioq q;                /* lock */
+    uint64_t expired_since;             /* lock: since when (about) the expired array has waited, 0: empty */
+    uint64_t swaps_seen;                /* lock: q.swaps then */
+    _Atomic bool starving;              /* lock to write: an expired thread waited too long */
     _Atomic int top ITO_ALIGNED_CACHELINE;   /* q's highest level, -1: empty (written under lock) */
 };
 
@@ -93,6 +112,14 @@ static int queued_on(const ito_policy_node_t *n) { return (int)((ito__prioq_word
 static void set_queued_on(ito_policy_node_t *n, int index)
 {
     ito__prioq_set_word(n, (ito__prioq_word(n) & ~((uintptr_t)0xffff << 32)) | (uintptr_t)(index + 1) << 32);
+}
+
+/* ito_policy_node_slices when it was last queued (16 bits: a difference is
+ * all that is read). */
+static unsigned slices_seen(const ito_policy_node_t *n) { return (unsigned)(ito__prioq_word(n) >> 48); }
+static void set_slices_seen(ito_policy_node_t *n, uint32_t slices)
+{
+    ito__prioq_set_word(n, (ito__prioq_word(n) & ~((uintptr_t)0xffff << 48)) | (uintptr_t)(slices & 0xffff) << 48);
 }
 
 static int level_of_prio(const struct prio *p, int prio)
@@ -188,12 +215,17 @@ static void picked(struct prio_vp *v)
         atomic_store_explicit(&v->promised, -1, memory_order_relaxed);
 }
 
-/* Put n into queue q (of vproc `index`) under its lock. */
-static void put(struct prio_queue *q, int index, ito_policy_node_t *n, unsigned level, bool expired, bool front)
+/* Put n into queue q (of vproc `index`) under its lock. While an expired
+ * thread starves there, every thread but a displaced one goes to the expired
+ * array: the active one drains, and the arrays swap. */
+static void put(struct prio_queue *q, int index, ito_policy_node_t *n, unsigned level, bool expired,
+                enum ito__prioq_place place)
 {
     ito__spin_lock(&q->lock);
+    if (atomic_load_explicit(&q->starving, memory_order_relaxed) && place != ITO__PRIOQ_FRONT)
+        expired = true;
     set_queued_on(n, index);
-    ito__prioq_push(&q->q, n, level, expired, front);
+    ito__prioq_push(&q->q, n, level, expired, place);
     publish_top(q);
     ito__spin_unlock(&q->lock);
 }
@@ -204,6 +236,11 @@ static ito_policy_node_t *pop(struct prio_queue *q)
         return NULL;
     ito__spin_lock(&q->lock);
     ito_policy_node_t *n = ito__prioq_pop(&q->q);
+    if (q->q.swaps != q->swaps_seen) {   /* a new epoch: nobody starves */
+        q->swaps_seen = q->q.swaps;
+        q->expired_since = 0;
+        atomic_store_explicit(&q->starving, false, memory_order_relaxed);
+    }
     publish_top(q);
     ito__spin_unlock(&q->lock);
     return n;
@@ -236,20 +273,38 @@ static void prio_enqueue(ito_policy_vproc_t *vp, ito_policy_node_t *n, ito_ready
 {
     struct prio *p = P(vp);
     unsigned level = level_of(p, n);
+    /* The slices it used since it was last queued, however it came back:
+     * from the end of a slice, or a wait that began just before one would
+     * have ended. */
+    uint32_t slices = ito_policy_node_slices(n);
+    unsigned used = why == ITO_READY_SPAWN ? 0 : (slices - slices_seen(n)) & 0xffff;
+    set_slices_seen(n, slices);
     unsigned left = why == ITO_READY_SPAWN ? quantum(p, level) : quantum_now(p, n, level);
-    bool expired = false, front = false;
+    bool expired = false;
+    enum ito__prioq_place place = ITO__PRIOQ_BACK;
+    if (used >= left) {
+        expired = true;   /* its quantum is spent: a new one, next epoch */
+        left = quantum(p, level);
+    } else {
+        left -= used;
+    }
     switch (why) {
-    case ITO_READY_PREEMPT:     /* a slice used up; its quantum too: a new one, next epoch */
-        expired = left <= 1;
-        left = expired ? quantum(p, level) : left - 1;
-        break;
     case ITO_READY_DISPLACED:   /* it was running: it keeps its place */
-        front = true;
+        if (!expired)
+            place = ITO__PRIOQ_FRONT;
         break;
     case ITO_READY_YIELD:       /* after every other ready thread, less urgent ones too */
         expired = true;
         break;
-    default:                    /* SPAWN, WAKE, RESUME: back of its level */
+    case ITO_READY_WAKE:
+    case ITO_READY_RESUME:
+        /* It waited, and has not used a slice since it last came: ahead of
+         * the threads of its level that have (CFS's sleeper credit, in
+         * slices); among themselves in the order they came. */
+        if (!used)
+            place = ITO__PRIOQ_WOKEN;
+        break;
+    default:                    /* SPAWN, PREEMPT (charged above): back of its level */
         break;
     }
     set_quantum_left(n, left);
@@ -265,7 +320,7 @@ static void prio_enqueue(ito_policy_vproc_t *vp, ito_policy_node_t *n, ito_ready
             target = victim = i;
         }
     }
-    put(V(vp->all[target])->queue, target, n, level, expired, front);
+    put(V(vp->all[target])->queue, target, n, level, expired, place);
     /* Only now: a vproc that gave way before the thread was in its queue
      * would pick the one it displaced again. */
     if (victim >= 0)
@@ -336,6 +391,65 @@ static bool prio_take(ito_policy_vproc_t *vp, ito_policy_node_t *n)
     return got;
 }
 
+/* An expired thread may wait this long before the active array is drained
+ * for it (prio_tick): four of the most urgent level's quanta. */
+static uint64_t starve_ns(void)
+{
+    uint64_t slice = ito__rt.timeslice_ns ? ito__rt.timeslice_ns : 10000000u;
+    return 4u * PRIO_QUANTUM_MAX * slice;
+}
+
+/* The backstop against starvation (Linux 2.6's EXPIRED_STARVING). Every
+ * thread that runs is charged for the slices it uses, so an epoch ends by
+ * itself as long as the threads in the active array stay the same; threads
+ * spawned again and again, each with a fresh quantum, could keep it going.
+ * Once the expired array has waited starve_ns, every thread made ready goes
+ * there too (put) until the arrays swap. */
+static void prio_tick(ito_policy_vproc_t *vp)
+{
+    struct prio_queue *q = V(vp)->queue;
+    uint64_t now = ito__now_ns();
+    ito__spin_lock(&q->lock);
+    if (q->q.swaps != q->swaps_seen || !ito__prioq_expired_any(&q->q)) {
+        q->swaps_seen = q->q.swaps;
+        q->expired_since = ito__prioq_expired_any(&q->q) ? now : 0;
+        atomic_store_explicit(&q->starving, false, memory_order_relaxed);
+    } else if (!q->expired_since) {
+        q->expired_since = now;
+    } else if (now - q->expired_since >= starve_ns()) {
+        atomic_store_explicit(&q->starving, true, memory_order_relaxed);
+    }
+    ito__spin_unlock(&q->lock);
+}
+
+/* A ready thread's priority changed: move it to its new level, and make room
+ * for it if it is now more urgent than a running thread. */
+static void prio_priority_changed(ito_policy_vproc_t *vp, ito_policy_node_t *n)
+{
+    struct prio *p = P(vp);
+    int on = queued_on(n);
+    if (!p->one_queue && (on < 0 || on >= vp->count))
+        return;
+    struct prio_queue *q = p->one_queue ? p->shared : V(vp->all[on])->queue;
+    unsigned level = level_of(p, n);
+    bool moved = false;
+    ito__spin_lock(&q->lock);
+    /* Still queued here? It may have been picked, run and queued elsewhere. */
+    if ((p->one_queue || queued_on(n) == on) && ito__prioq_state(n) == ITO__PRIOQ_ENQUEUED &&
+        ito__prioq_level(n) != level) {
+        bool expired = ito__prioq_in_expired(&q->q, n);
+        if (ito__prioq_remove(&q->q, n)) {
+            ito__prioq_push(&q->q, n, level, expired, ITO__PRIOQ_BACK);
+            moved = !expired;
+        }
+        publish_top(q);
+    }
+    ito__spin_unlock(&q->lock);
+    int low, i;
+    if (moved && (i = lowest_below(vp, level, &low)) >= 0 && low >= 0)
+        ito_policy_preempt(i);   /* that vproc picks the most urgent thread there is */
+}
+
 const ito_policy_ops_t ito__policy_prio = {
     .abi = ITO_POLICY_ABI,
     .size = sizeof(ito_policy_ops_t),
@@ -346,6 +460,8 @@ const ito_policy_ops_t ito__policy_prio = {
     .pick = prio_pick,
     .take = prio_take,
     .steal = prio_steal,
+    .tick = prio_tick,
+    .priority_changed = prio_priority_changed,
 };
 
 const ito_policy_ops_t ito__policy_prio_shared = {
@@ -357,4 +473,6 @@ const ito_policy_ops_t ito__policy_prio_shared = {
     .enqueue = prio_enqueue,
     .pick = prio_pick,
     .take = prio_take,
+    .tick = prio_tick,
+    .priority_changed = prio_priority_changed,
 };

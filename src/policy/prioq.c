@@ -32,6 +32,8 @@ static void unlink_node(struct ito__prioq *q, ito_policy_node_t *n)
     struct ito__prioq_array *a = &q->arrays[(ito__prioq_word(n) >> 8) & 1];
     unsigned l = ito__prioq_level(n);
     struct ito__prioq_list *li = &a->list[l];
+    if (li->woken == n)
+        li->woken = n->prev;   /* the one before it is at the head's side too */
     if (n->prev)
         n->prev->next = n->next;
     else
@@ -46,7 +48,8 @@ static void unlink_node(struct ito__prioq *q, ito_policy_node_t *n)
     q->len--;
 }
 
-void ito__prioq_push(struct ito__prioq *q, ito_policy_node_t *n, unsigned level, bool expired, bool front)
+void ito__prioq_push(struct ito__prioq *q, ito_policy_node_t *n, unsigned level, bool expired,
+                     enum ito__prioq_place place)
 {
     ITO_ASSERT(level < q->levels);
     if (ito__prioq_state(n) == ITO__PRIOQ_DEQUEUED) {
@@ -59,11 +62,21 @@ void ito__prioq_push(struct ito__prioq *q, ito_policy_node_t *n, unsigned level,
     uintptr_t which = a == &q->arrays[1];
     ito__prioq_set_word(n, (ito__prioq_word(n) & ~(uintptr_t)0xffff) | level | which << 8);
     struct ito__prioq_list *li = &a->list[level];
+    if (place == ITO__PRIOQ_WOKEN && expired)
+        place = ITO__PRIOQ_BACK;
+    ito_policy_node_t *after = place == ITO__PRIOQ_WOKEN ? li->woken : NULL;
+    if (place == ITO__PRIOQ_WOKEN)
+        li->woken = n;
     if (!li->head) {
         n->next = n->prev = NULL;
         li->head = li->tail = n;
         set_bit(a, level);
-    } else if (front) {
+    } else if (after && after != li->tail) {
+        n->prev = after;
+        n->next = after->next;
+        after->next->prev = n;
+        after->next = n;
+    } else if (place != ITO__PRIOQ_BACK && !after) {
         n->prev = NULL;
         n->next = li->head;
         li->head->prev = n;

@@ -43,6 +43,15 @@ enum { ITO__PRIOQ_OUT = 0, ITO__PRIOQ_ENQUEUED = 1, ITO__PRIOQ_DEQUEUED = 2 };
 
 struct ito__prioq_list {
     ito_policy_node_t *head, *tail;
+    ito_policy_node_t *woken;   /* the last node pushed WOKEN that is still at the head's side, or NULL */
+};
+
+/* Where push links a node in its list. */
+enum ito__prioq_place {
+    ITO__PRIOQ_BACK = 0,    /* at the tail */
+    ITO__PRIOQ_FRONT = 1,   /* at the head */
+    ITO__PRIOQ_WOKEN = 2,   /* after the WOKEN nodes at the head, before the rest: those wait in
+                               the order they came, ahead of the nodes pushed to the back */
 };
 
 struct ito__prioq_array {
@@ -65,9 +74,9 @@ struct ito__prioq {
 void ito__prioq_init(struct ito__prioq *q, unsigned levels, bool lazy);
 
 /* Link n (OUT, or DEQUEUED in q) at `level` of the active or expired array,
- * at the tail of its list, or at the head if `front`. */
+ * at `place` in its list (WOKEN in the expired array: the back). */
 void ito__prioq_push(struct ito__prioq *q, ito_policy_node_t *n, unsigned level, bool expired,
-                     bool front);
+                     enum ito__prioq_place place);
 
 /* The head of the highest non-empty level of the active array — after a swap
  * if only the expired one has any — now OUT; NULL if q holds nothing to run. */
@@ -88,6 +97,15 @@ bool ito__prioq_claim(ito_policy_node_t *n);
 /* Highest level holding a node in either array (DEQUEUED ones may count), or
  * -1 if none. */
 int ito__prioq_top(const struct ito__prioq *q);
+
+/* Whether the expired array holds a node. */
+static inline bool ito__prioq_expired_any(const struct ito__prioq *q)
+{
+    for (int w = 0; w < ITO__PRIOQ_WORDS; w++)
+        if (q->expired->bits[w])
+            return true;
+    return false;
+}
 
 /* n->word[1], which the policy shares: relaxed atomic accesses, since a
  * policy may look at a node that another vproc is queueing (under another

@@ -7,8 +7,15 @@
  *     spawned, woken (a consumer woken by its producer) or resumed — which
  *     runs before anything else: producer/consumer pairs hand the vproc to
  *     each other like coroutines, and a parent that joins the child it just
- *     spawned finds it there. To keep such a pair from starving the rest, at
- *     most ITO__WS_NEXT_CAP picks in a row come from the slot. Thieves may take
+ *     spawned finds it there. To keep such a pair from starving the rest, a
+ *     thread that has used a time slice since it was last queued (a tick
+ *     found it running: ito_policy_node_slices) is queued in the FIFO below
+ *     instead, behind the threads that wait there, and a tick that charges
+ *     a thread picked from the slot ends the streak of picks from it (the
+ *     next pick takes the deque or the FIFO first): the pair keeps the vproc
+ *     for about a slice of CPU time, as Go's runnext inherits the time
+ *     slice. With slices off (ITO_TIMESLICE_US=0) nothing is charged, and
+ *     at most ITO__WS_NEXT_CAP picks in a row come from the slot. Thieves may take
  *     a thread from the slot only after it has sat there, untouched by its
  *     owner, for ITO__WS_NEXT_GRACE_NS (as Go's runnext): usually the owner
  *     gets to it first, cheaper and with its data in cache;
@@ -35,6 +42,7 @@
  * into the policy.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 
 #include <ito/policy.h>
@@ -42,10 +50,11 @@
 #include "base/backoff.h"
 #include "base/compiler.h"
 #include "runtime/spinlock.h"
+#include "runtime/runtime.h"
 #include "runtime/sched.h"
 #include "policy/deque.h"
 
-#define ITO__WS_NEXT_CAP 8            /* picks in a row from the next slot */
+#define ITO__WS_NEXT_CAP 8            /* picks in a row from the next slot, slices off */
 #define ITO__WS_NEXT_GRACE_NS 5000    /* before a thief may take the next slot (Go: 3 µs) */
 #define ITO__WS_STEAL_MAX 128         /* threads taken by one steal */
 #define ITO__WS_LOG_CAP 8             /* initial deque capacity: 256 */
@@ -67,6 +76,9 @@ struct ws {
     _Atomic int yq_owner;            /* the owner is inside */
     /* owner only */
     unsigned streak ITO_ALIGNED_CACHELINE;
+    unsigned cap;                    /* picks in a row from the slot: ITO__WS_NEXT_CAP or none */
+    ito_policy_node_t *last;         /* picked last, from the next slot (picked()) */
+    uint32_t last_seen;              /* its slice count then */
     uint32_t rng;
     struct seen *seen;               /* [count] */
     /* thieves */
@@ -95,6 +107,7 @@ static int ws_vproc_init(ito_policy_vproc_t *vp)
     atomic_init(&w->yq_owner, 0);
     atomic_init(&w->yq_thief, 0);
     w->dq.solo = vp->count == 1;
+    w->cap = ito__rt.timeslice_ns ? UINT_MAX : ITO__WS_NEXT_CAP;
     vp->local = w;
     return 0;
 }
@@ -193,7 +206,8 @@ static void put_next(struct ws *w, ito_policy_node_t *n, ito_ready_reason_t why)
 static void ws_enqueue(ito_policy_vproc_t *vp, ito_policy_node_t *n, ito_ready_reason_t why)
 {
     struct ws *w = W(vp);
-    if (ITO_LIKELY(why != ITO_READY_YIELD && why != ITO_READY_PREEMPT))
+    bool used = ito_policy_node_charged(n, &n->word[0]);   /* word[0]: the count seen */
+    if (ITO_LIKELY(why != ITO_READY_YIELD && why != ITO_READY_PREEMPT && !used))
         put_next(w, n, why);   /* SPAWN, WAKE, RESUME */
     else
         yq_push(w, n);    /* idle vprocs may take it (steal_yq) */
@@ -212,22 +226,38 @@ static ito_policy_node_t *take_next(struct ws *w)
     return atomic_exchange_explicit(&w->next, NULL, memory_order_acquire);
 }
 
+/* The thread this vproc picked last from the next slot (NULL: the last pick
+ * came from elsewhere), and its slice count then: a streak of picks from the
+ * slot ends when a tick charged one of them. */
+static ito_policy_node_t *picked(struct ws *w, ito_policy_node_t *n, bool from_next)
+{
+    w->last = from_next ? n : NULL;
+    if (from_next && n)
+        w->last_seen = ito_policy_node_slices(n);
+    return n;
+}
+
 static ito_policy_node_t *ws_pick(ito_policy_vproc_t *vp)
 {
     struct ws *w = W(vp);
     atomic_store_explicit(&w->picks, atomic_load_explicit(&w->picks, memory_order_relaxed) + 1,
                           memory_order_relaxed);
     ito_policy_node_t *n;
-    if (w->streak < ITO__WS_NEXT_CAP && (n = take_next(w))) {
+    /* A chain of threads that wake each other through the slot keeps the
+     * vproc for about a slice: the one running when a tick came breaks it
+     * (threads that only wake are charged nothing each, but a chain of them
+     * can take every processor). */
+    bool slice_used = w->last && ito_policy_node_slices(w->last) != w->last_seen;
+    if (w->streak < w->cap && !slice_used && (n = take_next(w))) {
         w->streak++;
-        return n;
+        return picked(w, n, true);
     }
     w->streak = 0;
     if ((n = ito__deque_take(&w->dq)))
-        return n;
+        return picked(w, n, false);
     if ((n = yq_pop(w)))
-        return n;
-    return take_next(w);   /* over the cap, but nothing else is ready */
+        return picked(w, n, false);
+    return picked(w, take_next(w), false);   /* over the cap, but nothing else is ready */
 }
 
 static bool ws_take(ito_policy_vproc_t *vp, ito_policy_node_t *n)

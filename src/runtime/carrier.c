@@ -326,6 +326,23 @@ void ito__carrier_wake_monitor_busy(void)
         ito__futex_wake(&ito__rt.monitor_asleep, 1);
 }
 
+void ito__carrier_timer_armed(uint64_t deadline)
+{
+    /* The caller's fence (ito__idle_timer_armed's light one) orders the
+     * heap's new `next` before this load; the monitor stores monitor_until
+     * before its heavy fence and reads the heaps after: it sees the timer,
+     * or this sees it asleep (idle's Dekker pair). */
+    if (ITO_LIKELY(deadline + ITO__LOOK_LATE_NS >= atomic_load_explicit(&ito__rt.monitor_until, memory_order_relaxed)))
+        return;
+    uint32_t v = atomic_load_explicit(&ito__rt.monitor_asleep, memory_order_relaxed);
+    while ((v == ITO__MONITOR_ASLEEP || v == ITO__MONITOR_ASLEEP_LONG) &&
+           !atomic_compare_exchange_weak_explicit(&ito__rt.monitor_asleep, &v, ITO__MONITOR_WOKEN_TIMER,
+                                                  memory_order_relaxed, memory_order_relaxed))
+        ;
+    if (v == ITO__MONITOR_ASLEEP || v == ITO__MONITOR_ASLEEP_LONG)
+        ito__futex_wake(&ito__rt.monitor_asleep, 1);
+}
+
 void ito__carrier_poke(pid_t tid)
 {
     if (!ito__rt.preempt_signal)

@@ -43,8 +43,16 @@ bool ito__carrier_steal(struct ito__vproc *vp, struct ito__activation *carrier, 
 
 /* Doorbells of the monitor (ito__rt.monitor_asleep): awake (0), asleep for
  * a while (ASLEEP), asleep until woken because every vproc is idle
- * (ASLEEP_LONG), woken from that by a vproc that got busy (WOKEN_BUSY). */
-enum { ITO__MONITOR_ASLEEP = 1, ITO__MONITOR_ASLEEP_LONG = 2, ITO__MONITOR_WOKEN_BUSY = 3 };
+ * (ASLEEP_LONG), woken from that by a vproc that got busy (WOKEN_BUSY), woken
+ * by a timer armed before the end of its sleep (WOKEN_TIMER). */
+enum { ITO__MONITOR_ASLEEP = 1, ITO__MONITOR_ASLEEP_LONG = 2, ITO__MONITOR_WOKEN_BUSY = 3, ITO__MONITOR_WOKEN_TIMER = 4 };
+/* A timer overdue by this much on a vproc that computes, while no vproc is
+ * idle to run it, makes the monitor ask that vproc to look (ito__vproc_look);
+ * so do threads left this long in the global queue. */
+#define ITO__LOOK_LATE_NS 200000u
+/* A timer was armed (after publishing it in its heap): wake the monitor if
+ * it sleeps past deadline + ITO__LOOK_LATE_NS (ito__rt.monitor_until). */
+void ito__carrier_timer_armed(uint64_t deadline);
 /* A blocking call began while the monitor sleeps: wake it (it looks again
  * at its fastest pace). */
 void ito__carrier_wake_monitor(void);

@@ -31,6 +31,11 @@ ITO_API int ito_policy_node_priority(const ito_policy_node_t *n)
     return __atomic_load_n(&ito__thread_of_node(n)->prio, __ATOMIC_RELAXED);
 }
 
+ITO_API uint32_t ito_policy_node_slices(const ito_policy_node_t *n)
+{
+    return atomic_load_explicit(&ito__thread_of_node(n)->slices, memory_order_relaxed);
+}
+
 ITO_API int ito_policy_node_vproc_hint(const ito_policy_node_t *n) { return ito__thread_of_node(n)->pref_vproc; }
 
 ITO_API int ito_policy_node_last_vproc(const ito_policy_node_t *n)
@@ -148,4 +153,18 @@ ITO_API void ito_policy_preempt(int index)
             ito__carrier_poke(tid);
     }
     ito__critical_exit();
+}
+
+void ito__vproc_look(struct ito__vproc *vp)
+{
+    if (atomic_load_explicit(&vp->run_state, memory_order_relaxed) != ITO__VP_BUSY)
+        return;   /* idle: it runs its timers and the global queue anyway */
+    uintptr_t ks = atomic_load_explicit(&vp->kstate, memory_order_acquire);
+    struct ito__activation *c = ito__ks_carrier(ks);
+    pid_t tid = c ? ito__activation_tid(c) : 0;
+    /* Only the first request signals; the owner clears the flag when it
+     * does its periodic work (sched.c). A vproc whose carrier is in a
+     * bracketed call is the monitor's to hand off when work waits for it. */
+    if ((ks & ITO__KS_MASK) == ITO__KS_RUN && tid && !atomic_exchange_explicit(&vp->look, true, memory_order_relaxed))
+        ito__carrier_poke(tid);
 }

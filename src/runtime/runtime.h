@@ -54,6 +54,7 @@ struct ito__runtime {
     struct ito__activation *spares;       /* spare_lock: parked, without a vproc */
     int nspares;                          /* spare_lock */
     _Atomic uint32_t monitor_asleep ITO_ALIGNED_CACHELINE; /* futex word of the monitor */
+    _Atomic uint64_t monitor_until;     /* the monitor sleeps until then (0: awake; monitor.c) */
 
     /* The cross-process allocator (src/cpushare/agent.c). */
     bool allocator;                       /* this process takes part (ITO_ALLOCATOR) */

@@ -142,17 +142,42 @@ void ito__send_home(struct ito__vproc *home, struct ito__thread *t)
         ito__idle_notify();
 }
 
+/* t, made ready from outside (the global queue, or an inbox), waits while
+ * every vproc runs a thread: if the least urgent of those — home's, for a
+ * thread with a home — is less urgent than t, its vproc looks at once
+ * instead of at its next pick or slice ([SA §1.2]; with equal priorities
+ * the monitor asks after ITO__LOOK_LATE_NS). */
+static void look_if_urgent(struct ito__thread *t, struct ito__vproc *home)
+{
+    if (atomic_load_explicit(&ito__rt.nspinning, memory_order_relaxed) > 0 ||
+        atomic_load_explicit(&ito__rt.nsleeping, memory_order_relaxed) > 0)
+        return;   /* an idle vproc takes it */
+    int prio = __atomic_load_n(&t->prio, __ATOMIC_RELAXED), least = -1, least_prio = prio;
+    for (int i = home ? home->index : 0; i < (home ? home->index + 1 : ito__rt.nvprocs); i++) {
+        int p = ito_policy_running_priority(i);
+        if (p >= 0 && p < least_prio) {
+            least = i;
+            least_prio = p;
+        }
+    }
+    if (least >= 0)
+        ito__vproc_look(ito__rt.vprocs[least]);
+}
+
 /* t goes to its preferred vproc (not the caller's), or the caller is a
  * foreign kernel thread. */
 void ito__ready_slow(struct ito__thread *t, ito_ready_reason_t why)
 {
     t->ready_reason = (uint8_t)why;
     if (t->pref_vproc >= 0) {
-        ito__send_home(ito__rt.vprocs[t->pref_vproc], t);
+        struct ito__vproc *home = ito__rt.vprocs[t->pref_vproc];
+        ito__send_home(home, t);
+        look_if_urgent(t, home);
         return;
     }
     ito__global_push(t);
     ito__idle_notify();
+    look_if_urgent(t, NULL);
 }
 
 ITO_NOINLINE void ito__inbox_drain(struct ito__vproc *vp, struct ito__thread *list)
@@ -194,26 +219,37 @@ bool ito__claim_slow(struct ito__thread *t)
     return !stop;
 }
 
-/* Every ITO__PERIODIC_PICKS picks: I/O completions, expired timers, the
- * global queue (so that threads readied from outside cannot starve behind
- * local work), and the policy's tick. */
-static ITO_NOINLINE void periodic(struct ito__vproc *vp)
+/* Every ITO__PERIODIC_PICKS picks, at the end of each slice, and when asked
+ * to look (vp->look): I/O completions, expired timers, the global queue (so
+ * that threads readied from outside cannot starve behind local work), and
+ * the policy's tick. Returns how many threads it may have made ready. */
+static ITO_NOINLINE unsigned periodic(struct ito__vproc *vp)
 {
+    if (atomic_load_explicit(&vp->look, memory_order_relaxed))
+        atomic_store_explicit(&vp->look, false, memory_order_relaxed);
+    unsigned readied = 0;
+    if (atomic_load_explicit(&vp->inbox, memory_order_relaxed) != NULL) {
+        /* Threads sent here (pick_local drains them too; a look comes
+         * between picks). Acquire pairs with the release CAS in inbox_push. */
+        ito__inbox_drain(vp, atomic_exchange_explicit(&vp->inbox, NULL, memory_order_acquire));
+        readied++;
+    }
     if (vp->ring && ito__ring_ready(vp->ring))
-        ito__ring_reap(vp->ring, false);
+        readied += ito__ring_reap(vp->ring, false);
     uint64_t next = atomic_load_explicit(&vp->timers.next, memory_order_relaxed);
     uint64_t now = 0;
     if (next != UINT64_MAX || ito__rt.policy->tick) {
         now = ito__now_ns();
         if (next <= now)
-            ito__timers_run(&vp->timers, now);
+            readied += ito__timers_run(&vp->timers, now);
         if (ito__rt.policy->tick && now - vp->last_tick_ns >= ITO__TICK_NS) {
             vp->last_tick_ns = now;
             ito__rt.policy->tick(&vp->pv);
         }
     }
-    ito__global_drain(vp, 8);
+    readied += ito__global_drain(vp, 8);
     ito__hooks.repin(vp);
+    return readied;
 }
 
 ITO_INLINE struct ito__thread *pick_local(struct ito__vproc *vp)
@@ -228,7 +264,7 @@ ITO_INLINE struct ito__thread *pick_local(struct ito__vproc *vp)
         /* Acquire pairs with the release CAS in inbox_push. */
         ito__inbox_drain(vp, atomic_exchange_explicit(&vp->inbox, NULL, memory_order_acquire));
     ito__deferred_poll();   /* calls signal handlers left (runtime/defer.c) */
-    if (ITO_UNLIKELY(!(ticks & (ITO__PERIODIC_PICKS - 1))))
+    if (ITO_UNLIKELY(!(ticks & (ITO__PERIODIC_PICKS - 1)) || atomic_load_explicit(&vp->look, memory_order_relaxed)))
         periodic(vp);
     /* A request to give way is answered by this pick (ito_policy_preempt). */
     if (ITO_UNLIKELY(atomic_load_explicit(&vp->displace, memory_order_relaxed)))
@@ -491,10 +527,31 @@ void ito__preempt_switch(struct ito__thread *self)
 {
     ito__critical_enter();
     struct ito__vproc *vp = ito__vproc_self();
+    /* Asked to look: the periodic work first, which may make threads ready
+     * — a timer that fell due, threads from outside — and the policy may
+     * ask this vproc to give way to one of them (ito_policy_preempt, which
+     * marks this section for recovery: handled here instead). */
+    unsigned readied = 0;
+    bool look = atomic_load_explicit(&vp->look, memory_order_relaxed);
+    if (look) {
+        readied = periodic(vp);
+        struct ito__activation *a = ito__activation_self();
+        a->slice_pending = false;
+        ito__critical_restore(1);
+    }
     /* Giving way to a more urgent thread, or the end of a slice? */
     bool displaced = atomic_exchange_explicit(&vp->displace, false, memory_order_relaxed);
     if (displaced) {
         ITO_STAT_INC(vp, displacements);
+    } else if (look) {
+        /* The thread has computed past an overdue timer (the monitor looks
+         * only then) or past a wake-up from outside: it gives way to what
+         * that made ready, if anything, as at the end of its slice. */
+        if (!readied && !ito__vproc_revoked(vp)) {
+            ito__critical_exit();
+            return;
+        }
+        ITO_STAT_INC(vp, preemptions);   /* made to give way in its own code */
     } else {
         /* A slice's end is a tick: timers, completions and the global queue
          * are looked at now, not after ITO__PERIODIC_PICKS more slices. */
@@ -506,6 +563,20 @@ void ito__preempt_switch(struct ito__thread *self)
     ito__enqueue(vp, self, displaced ? ITO_READY_DISPLACED : ITO_READY_PREEMPT);
     switch_out_held(ito__activation_self(), vp, self, true);
     ito__critical_exit();
+}
+
+void ito__look_unswitched(void)
+{
+    /* Depth 0: this kernel thread holds none of ito's locks, and owns vp. */
+    ito__critical_enter();
+    struct ito__vproc *vp = ito__vproc_self();
+    unsigned readied = periodic(vp);
+    struct ito__activation *a = ito__activation_self();
+    bool give_way = readied || a->slice_pending || atomic_load_explicit(&vp->displace, memory_order_relaxed);
+    a->slice_pending = give_way;
+    /* Back to depth 0, with the bit that makes the thread's next section
+     * into ito end in ito__preempt_switch (or its next tick switch it). */
+    ito__critical_restore(give_way ? ITO__CRITICAL_ATTENTION : 0);
 }
 
 void ito__switch_out_dead(struct ito__vproc *vp, struct ito__thread *next)

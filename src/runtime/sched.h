@@ -106,11 +106,27 @@ static inline void ito__ready(struct ito__thread *t, ito_ready_reason_t why)
  * possibly on another vproc. */
 void ito__switch_out(struct ito__thread *cur);
 
+/* Ask busy vproc vp to do its periodic work (timers, completions, the
+ * global queue) at its running thread's next safe point, and the thread to
+ * give way if that made any thread ready (vp->look; the time-slice signal).
+ * For a timer overdue or threads waiting from outside while every vproc
+ * computes. Callable from anywhere, foreign kernel threads included. */
+void ito__vproc_look(struct ito__vproc *vp);
+
 /* The running thread `self` (RUNNING) has used up its time slice — do the
  * periodic work and queue it (ITO_READY_PREEMPT) — or was asked to give way
- * (vp->displace: queue it as ITO_READY_DISPLACED); run another. Returns when
- * self runs again. */
+ * (vp->displace: queue it as ITO_READY_DISPLACED), or its vproc was asked to
+ * look (vp->look: the periodic work, then as at a slice's end if that made a
+ * thread ready, else it returns at once); run another. Returns when self
+ * runs again. */
 void ito__preempt_switch(struct ito__thread *self);
+
+/* From the tick's handler, asked to look (vp->look) while its thread was
+ * at depth 0 but not at a point where it may be switched out (in the C
+ * library: a system call, most often). Do the periodic work now — it takes
+ * only ito's own locks and system calls — and if it made a thread ready,
+ * leave the switch to the end of the thread's next section into ito. */
+void ito__look_unswitched(void);
 
 /* The running thread has exited: run `next` (claimed) if not NULL, else
  * whatever vp has; never come back. */

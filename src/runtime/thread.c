@@ -695,7 +695,18 @@ ITO_API int ito_set_priority(ito_thread_t th, int prio)
     if (!t)
         return ESRCH;
     __atomic_store_n(&t->prio, prio, __ATOMIC_RELAXED);   /* policies read it without t->lk */
+    int st = ito__thread_state(t);
+    bool ready = st == ITO__TS_READY || st == ITO__TS_NEW;
     ito__spin_unlock(&t->lk);
+    /* A ready thread waits at its old priority unless the policy moves it.
+     * Its descriptor stays mapped if it runs and exits meanwhile: the
+     * policy looks at the node under its own lock. */
+    if (ready && ito__rt.policy->priority_changed) {
+        ito__critical_enter();
+        struct ito__vproc *vp = ito__vproc_self();
+        ito__rt.policy->priority_changed(&(vp ? vp : ito__rt.vprocs[0])->pv, &t->node);
+        ito__critical_exit();
+    }
     return 0;
 }
 

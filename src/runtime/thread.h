@@ -107,6 +107,8 @@ struct ito__thread {
                                          back (hooks.h: tp_done) after its last switch */
     const struct ito__cpus *_Atomic cpus; /* the CPUs it may run on, NULL: any (affinity.c) */
     int prio;
+    _Atomic uint32_t slices;          /* time-slice ticks that found it running (upcall/preempt.c):
+                                         its CPU time in slices, sampled, for the policy's charge */
     struct ito__group *group;         /* its group or NULL (group.c; others read it relaxed) */
 
     /* --- lifetime --- */

@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "runtime/carrier.h"
 #include "runtime/runtime.h"
 #include "runtime/sched.h"
 #include "runtime/thread.h"
@@ -101,6 +102,7 @@ int ito__timer_arm(struct ito__vproc *vp, uint64_t deadline, struct ito__thread 
     publish_next(th);
     ito__spin_unlock(&th->lock);
     ito__idle_timer_armed(deadline);
+    ito__carrier_timer_armed(deadline);
     return 0;
 }
 

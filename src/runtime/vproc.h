@@ -179,6 +179,12 @@ struct ito__vproc {
      * set by anyone, cleared by the owner when it picks or switches the
      * thread out (upcall/preempt.c). */
     _Atomic bool displace ITO_ALIGNED_CACHELINE;
+    /* Someone outside asked the owner to do its periodic work now — a timer
+     * of its is overdue, or threads wait in the global queue, while its
+     * thread computes (ito__vproc_look): set by anyone, cleared by the owner
+     * when it does that work. A hint: the work itself is found under the
+     * heap's and the queue's locks. */
+    _Atomic bool look;
 } ITO_ALIGNED_CACHELINE;
 
 

@@ -57,8 +57,24 @@
  * futex wake at most per scan period); where stalls happen lately it does
  * so at once, not only after backing off, and watches from that instant.
  *
+ * Late timers and waiting threads. A vproc looks at its timers, its inbox
+ * and the global queue between threads (sched.c: periodic); one whose thread
+ * computes would leave them until the slice ends, and idle vprocs, which
+ * run everyone's timers, may be none. So the monitor also watches the
+ * earliest deadline of the busy vprocs: a timer ITO__LOOK_LATE_NS overdue on
+ * one whose carrier ran since the last scan, threads left that long in its
+ * inbox, or in the global queue while no vproc is idle (then the vproc
+ * running the least urgent thread), make it ask that vproc to look
+ * (ito__vproc_look: the poke). Its sleeps end by the time the next deadline
+ * would be that late, and a timer armed earlier than the end of a sleep
+ * wakes it (ito__carrier_timer_armed, a Dekker pair like the one below: it
+ * stores monitor_until, fences and reads the heaps; arm publishes the
+ * deadline, fences and reads monitor_until).
+ *
  * Rejected: a timestamp in ito_blocking_begin (a clock read on every call);
- * a spare per blocking call (a thread switch for calls that return at once).
+ * a spare per blocking call (a thread switch for calls that return at once);
+ * for late timers, a POSIX timer per vproc on the wall clock (a system call
+ * for every earlier deadline armed, and a signal per deadline).
  */
 #include "upcall/monitor.h"
 
@@ -69,6 +85,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include <ito/policy.h>
 
 #include "base/clock.h"
 #include "base/env.h"
@@ -117,6 +135,7 @@ struct watch {
     uint64_t ticks;
     uint64_t cpu_ns;
     uint64_t still_since;
+    uint64_t inbox_since;   /* threads seen in its inbox while it ran one since then (0: none) */
 };
 
 static struct watch *watches;   /* [nvprocs], monitor only */
@@ -241,6 +260,95 @@ static bool watch_stall(struct ito__vproc *vp, struct watch *w, uintptr_t mark, 
     return true;
 }
 
+/* --------------------------------------------------------- timers late */
+
+/* Is some vproc idle (spinning or asleep)? Then idle vprocs run the timers
+ * of busy ones, and take what the global queue holds (runtime/idle.c). */
+static bool some_idle(void)
+{
+    return atomic_load_explicit(&ito__rt.nspinning, memory_order_relaxed) > 0 ||
+           atomic_load_explicit(&ito__rt.nsleeping, memory_order_relaxed) > 0;
+}
+
+/* When a timer of a busy vproc will be ITO__LOOK_LATE_NS overdue, or
+ * UINT64_MAX: no timer is armed on one. (An idle vproc runs the timers of
+ * busy ones, but it may get busy the next instant.) */
+static uint64_t timers_due(void)
+{
+    uint64_t due = UINT64_MAX;
+    for (int i = 0; i < ito__rt.nvprocs; i++) {
+        struct ito__vproc *vp = ito__rt.vprocs[i];
+        uint64_t next = atomic_load_explicit(&vp->timers.next, memory_order_relaxed);
+        if (next != UINT64_MAX && atomic_load_explicit(&vp->run_state, memory_order_relaxed) == ITO__VP_BUSY &&
+            next + ITO__LOOK_LATE_NS < due)
+            due = next + ITO__LOOK_LATE_NS;
+    }
+    return due;
+}
+
+/* When the monitor first saw threads waiting in the global queue while no
+ * vproc was idle (0: not now). */
+static uint64_t gq_since;
+
+/* Every vproc computes: a timer that fell overdue on one (its vproc looks
+ * at its timers only between threads) or threads left in the global queue
+ * (woken by kernel threads ito did not create) wait for a slice to end.
+ * Ask the vproc concerned — for the global queue, the one that runs the
+ * least urgent thread — to look now. Returns when to look again. */
+static uint64_t look_late(uint64_t now)
+{
+    uint64_t due = UINT64_MAX;
+    for (int i = 0; i < ito__rt.nvprocs; i++) {
+        struct ito__vproc *vp = ito__rt.vprocs[i];
+        struct watch *w = &watches[i];
+        if (atomic_load_explicit(&vp->run_state, memory_order_relaxed) != ITO__VP_BUSY) {
+            w->inbox_since = 0;
+            continue;
+        }
+        /* Only a carrier that ran since the last scan computes: one asleep
+         * in the kernel (a stall: watch_stall) would be woken from its call
+         * for nothing. */
+        bool computing = w->still_since == now;
+        uint64_t next = atomic_load_explicit(&vp->timers.next, memory_order_relaxed);
+        /* Threads sent to it (a preferred vproc) wait in its inbox. */
+        if (!atomic_load_explicit(&vp->inbox, memory_order_relaxed))
+            w->inbox_since = 0;
+        else if (!w->inbox_since)
+            w->inbox_since = now;
+        if (w->inbox_since && w->inbox_since < next)
+            next = w->inbox_since;
+        if (next == UINT64_MAX)
+            continue;
+        uint64_t late = next + ITO__LOOK_LATE_NS;
+        if (late <= now && computing)
+            ito__vproc_look(vp);
+        else if (late <= now)
+            late = now + ITO__LOOK_LATE_NS;   /* asleep in the kernel, or not given a CPU: look again */
+        if (late > now && late < due)
+            due = late;
+    }
+    if (!atomic_load_explicit(&ito__rt.gq_len, memory_order_relaxed) || some_idle()) {
+        gq_since = 0;
+    } else if (!gq_since) {
+        gq_since = now;
+    } else if (now - gq_since >= ITO__LOOK_LATE_NS) {
+        int least = -1, least_prio = ITO_PRIO_MAX + 1;
+        for (int i = 0; i < ito__rt.nvprocs; i++) {
+            int p = ito_policy_running_priority(i);
+            if (p >= 0 && p < least_prio) {
+                least = i;
+                least_prio = p;
+            }
+        }
+        if (least >= 0)
+            ito__vproc_look(ito__rt.vprocs[least]);
+        gq_since = now;
+    }
+    if (gq_since && gq_since + ITO__LOOK_LATE_NS < due)
+        due = gq_since + ITO__LOOK_LATE_NS;
+    return due;
+}
+
 static void sleep_ns(uint64_t ns)
 {
     struct timespec ts = { (time_t)(ns / 1000000000u), (long)(ns % 1000000000u) };
@@ -262,14 +370,14 @@ static void *monitor_main(void *arg)
     ncpus_online = n;
     /* Its sleeps are the hand-off latency: no timer slack (default 50 µs). */
     prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
-    uint64_t delay = ITO__MONITOR_MIN_NS, spin_until = 0;
+    uint64_t delay = ITO__MONITOR_MIN_NS, nap = delay, spin_until = 0;
     provision();
     for (;;) {
         if (spin_until) {
             while (ito__now_ns() < spin_until)
                 ito__cpu_relax();
-        } else if (delay < ITO__MONITOR_SLOW_NS) {
-            sleep_ns(delay);
+        } else if (nap < ITO__MONITOR_SLOW_NS) {
+            sleep_ns(nap);
         } else {
             /* A slow pace, or nothing to watch at all: a blocking call that
              * begins meanwhile wakes the monitor (runtime/carrier.c), and so does,
@@ -277,6 +385,9 @@ static void *monitor_main(void *arg)
              * (sched.c). Announce it, then look once more (the Dekker pair
              * of the essay). */
             atomic_store_explicit(&ito__rt.monitor_asleep, ITO__MONITOR_ASLEEP_LONG, memory_order_relaxed);
+            /* Any timer armed from now on wakes it (ito__carrier_timer_armed)
+             * until it knows how long it sleeps. */
+            atomic_store_explicit(&ito__rt.monitor_until, UINT64_MAX, memory_order_relaxed);
             ito__fence_heavy();
             bool watch = false, fresh = false;
             for (int i = 0; i < ito__rt.nvprocs; i++) {
@@ -286,6 +397,7 @@ static void *monitor_main(void *arg)
                 fresh |= kernel && !watches[i].since;
                 watch |= kernel || atomic_load_explicit(&vp->run_state, memory_order_relaxed) == ITO__VP_BUSY;
             }
+            uint64_t look_due = timers_due();
             uint32_t asleep = ITO__MONITOR_ASLEEP_LONG;
             uint64_t until = 0;
             if (fresh) {
@@ -299,12 +411,18 @@ static void *monitor_main(void *arg)
                 uint32_t long_sleep = ITO__MONITOR_ASLEEP_LONG;
                 atomic_compare_exchange_strong_explicit(&ito__rt.monitor_asleep, &long_sleep, asleep,
                                                         memory_order_relaxed, memory_order_relaxed);
-                until = ito__now_ns() + delay;
+                until = ito__now_ns() + nap;
+                if (look_due < until)
+                    until = look_due;
             }
+            /* Sleeping until woken (every vproc idle: they run the timers,
+             * and the first to get busy wakes it), no timer needs it. */
+            atomic_store_explicit(&ito__rt.monitor_until, until, memory_order_relaxed);
             while (asleep && atomic_load_explicit(&ito__rt.monitor_asleep, memory_order_relaxed) == asleep)
                 if (ito__futex_wait(&ito__rt.monitor_asleep, asleep, until) == ETIMEDOUT)
                     break;
             uint32_t was = atomic_exchange_explicit(&ito__rt.monitor_asleep, 0, memory_order_relaxed);
+            atomic_store_explicit(&ito__rt.monitor_until, 0, memory_order_relaxed);
             if (was == 0 || fresh)
                 delay = ITO__MONITOR_MIN_NS;   /* woken by a call that began, or a new call */
             else if (was == ITO__MONITOR_WOKEN_BUSY) {
@@ -343,6 +461,7 @@ static void *monitor_main(void *arg)
             if (due > now && could_use(vp) && cpu_idle() && (!spin_until || due < spin_until))
                 spin_until = due;
         }
+        uint64_t look_due = look_late(now);
         if (acted)
             provision();
         /* A hand-off: look again soon. Otherwise back off, also while new
@@ -362,6 +481,15 @@ static void *monitor_main(void *arg)
                 d = ITO__MONITOR_MIN_NS;
             if (d < delay)
                 delay = d;
+        }
+        /* This sleep only, not the pace: until a timer falls overdue. */
+        nap = delay;
+        if (look_due != UINT64_MAX) {
+            uint64_t d = look_due > now ? look_due - now : 0;
+            if (d < ITO__MONITOR_MIN_NS)
+                d = ITO__MONITOR_MIN_NS;
+            if (d < nap)
+                nap = d;
         }
     }
     return NULL;

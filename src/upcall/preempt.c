@@ -52,6 +52,19 @@
  * (vp->displace). Either switches the thread out at the first safe point,
  * whatever is left of its slice. A policy asking its own vproc needs no
  * signal: the request is recovered like a slice that ended inside ito.
+ * The monitor sends it too (vp->look, ito__vproc_look) when a timer of the
+ * vproc is overdue, or threads from outside wait, while its thread computes:
+ * the vproc does its periodic work and the thread gives way if that made a
+ * thread ready. A look that finds the thread in the C library at depth 0 —
+ * in a system call that completes, most often — does that work at once
+ * (ito__look_unswitched: no switch is needed for it) and leaves the switch
+ * to the end of the thread's next call into ito; one that finds it waiting
+ * in a system call does nothing (a stall is the monitor's business).
+ *
+ * Charging. Each tick of the timer counts for the thread it interrupts
+ * (t->slices, ito_policy_node_slices), whether or not the thread is switched
+ * out: a policy thus learns the CPU time of threads that park just before
+ * their slices end, which the switches alone would never show it.
  *
  * The tick is also where a kernel thread that lost its vproc while asleep in
  * an unbracketed call (runtime/carrier.c) and then runs its thread's own code without
@@ -83,6 +96,7 @@
 #include "base/env.h"
 #include "base/panic.h"
 #include "runtime/carrier.h"
+#include "runtime/event.h"
 #include "runtime/hooks.h"
 #include "runtime/runtime.h"
 #include "runtime/sched.h"
@@ -173,6 +187,19 @@ static bool safe_point(struct ito__activation *a, struct ito__thread *t, const u
     return true;
 }
 
+/* Where a look (vp->look) may do the vproc's periodic work without a switch,
+ * though not at a safe point: the thread runs (not on its way to block, when
+ * that work could make it ready while it still runs here), has the stack the
+ * work needs, and computes — in the C library, but not waiting in a system
+ * call (a stall is the monitor's, and the wait must not end in a switch). */
+static bool may_look_here(struct ito__thread *t, const ucontext_t *uc)
+{
+    if (ito__thread_state(t) != ITO__TS_RUNNING || ito__arch_uc_in_syscall_wait(uc))
+        return false;
+    uintptr_t sp = ITO_ARCH_UC_SP(uc), lo = (uintptr_t)t->stack.lo;
+    return !(t->stack.lo && sp >= lo && sp < lo + t->stack.size && sp - lo < ITO__STACK_MARGIN);
+}
+
 /* After a switch the thread may return from the handler on another kernel
  * thread; the kernel's sigreturn would install the alternate signal stack
  * recorded in the frame — the first activation's. Record this one's. */
@@ -219,6 +246,9 @@ static void on_tick(int sig, siginfo_t *si, void *ucv)
     struct ito__thread *t = ito__thread_self();
     if (!t || !a->vp)
         goto out;   /* its scheduler context, or a carrier that lost its vproc */
+    if (!poke)   /* a slice of CPU time went by: charge the thread it found running */
+        atomic_store_explicit(&t->slices, atomic_load_explicit(&t->slices, memory_order_relaxed) + 1,
+                              memory_order_relaxed);
     uint32_t word = ito__arch_critical_get(), depth = word & ITO__CRITICAL_DEPTH;
     if (word & ITO__CRITICAL_ATTENTION) {
         /* A slice that ended inside a section, or the monitor's mark
@@ -241,7 +271,8 @@ static void on_tick(int sig, siginfo_t *si, void *ucv)
     /* A vproc losing its processor, or a thread asked to give way, switches
      * out now, whatever its slice. Acquire pairs with the release store in
      * ito_policy_preempt. */
-    bool now = ito__vproc_revoked(vp) || atomic_load_explicit(&vp->displace, memory_order_acquire);
+    bool now = ito__vproc_revoked(vp) || atomic_load_explicit(&vp->displace, memory_order_acquire) ||
+               atomic_load_explicit(&vp->look, memory_order_relaxed);
     if (ticks != a->slice_ticks && !now) {
         a->slice_ticks = ticks;   /* it picked since the last tick: a new slice */
         a->slice_deferred = false;
@@ -252,10 +283,26 @@ static void on_tick(int sig, siginfo_t *si, void *ucv)
         ito__arch_critical_or(ITO__CRITICAL_ATTENTION);   /* recovered when the section ends */
         goto out;
     }
-    if (!safe_point(a, t, ucv))
-        goto out;   /* deferred: the next tick looks again */
+    if (!safe_point(a, t, ucv)) {
+        /* Deferred: the next tick looks again. But a thread that spends
+         * most of its time in the C library (short system calls) would keep
+         * a request waiting for a slice: a request to give way is then
+         * answered at the end of its next call into ito (the bit recovered
+         * there), and a look's work, which needs no switch to begin with,
+         * is done now — not with a user's event hook, which might not
+         * expect to run inside a C library call. */
+        if (depth == 0 && !ito__vproc_revoked(vp) && may_look_here(t, ucv)) {
+            if (atomic_load_explicit(&vp->displace, memory_order_relaxed)) {
+                a->slice_pending = true;
+                ito__arch_critical_or(ITO__CRITICAL_ATTENTION);
+            } else if (atomic_load_explicit(&vp->look, memory_order_relaxed) && !ito__event_hooked()) {
+                ito__look_unswitched();
+            }
+        }
+        goto out;
+    }
     a->slice_pending = false;
-    if (!atomic_load_explicit(&vp->displace, memory_order_relaxed))
+    if (!atomic_load_explicit(&vp->displace, memory_order_relaxed) && !atomic_load_explicit(&vp->look, memory_order_relaxed))
         ITO_STAT_INC(vp, preemptions);
     ito__preempt_switch(t);
     /* Resumed, perhaps on another activation. */

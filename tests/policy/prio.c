@@ -10,7 +10,8 @@
  *   - CPU shares grow with the priority, and the least urgent thread still
  *     runs (no starvation);
  *   - a joiner runs its not-yet-started child at once (take) only when it
- *     is the policy's next choice: joins in spawn order keep priority order.
+ *     is the policy's next choice: joins in spawn order keep priority order;
+ *   - a ready thread whose priority changes moves to its new level.
  * Each part runs in a child process, since the number of vprocs is chosen at
  * initialization. */
 #include "common.h"
@@ -255,6 +256,43 @@ static void part_shares(void)
     CHECK(w[2] > w[1]);
 }
 
+/* ------------------------------------------------- a priority raised */
+
+/* Two threads wait at one priority, spawned in turn; the second is raised
+ * while it waits: it moves to its new level and runs first, not when its
+ * old place comes up. */
+static void part_raise_moves(void)
+{
+    OK(ito_set_priority(ito_self(), ITO_PRIO_MAX));   /* main keeps the vproc meanwhile */
+    ito_attr_t a;
+    OK(ito_attr_init(&a));
+    OK(ito_attr_set_priority(&a, 5));
+    ito_thread_t first, second;
+    norder = 0;
+    OK(ito_spawn(&first, &a, record, (void *)(intptr_t)1));
+    OK(ito_spawn(&second, &a, record, (void *)(intptr_t)2));
+    OK(ito_set_priority(second, 20));
+    OK(ito_set_priority(ito_self(), 0));   /* both are more urgent now */
+    ito_yield();
+    OK(ito_join(first, NULL));
+    OK(ito_join(second, NULL));
+    CHECK_EQ(norder, 2);
+    CHECK_EQ(order[0], 2);
+    CHECK_EQ(order[1], 1);
+    /* Lowered while it waits: behind the other one. */
+    OK(ito_set_priority(ito_self(), ITO_PRIO_MAX));
+    norder = 0;
+    OK(ito_spawn(&first, &a, record, (void *)(intptr_t)1));
+    OK(ito_spawn(&second, &a, record, (void *)(intptr_t)2));
+    OK(ito_set_priority(first, 2));
+    OK(ito_set_priority(ito_self(), 0));
+    ito_yield();
+    OK(ito_join(first, NULL));
+    OK(ito_join(second, NULL));
+    CHECK_EQ(order[0], 2);
+    CHECK_EQ(order[1], 1);
+}
+
 /* --------------------------------------------------------------- run */
 
 static void run(const char *name, void (*part)(void), int vprocs, const char *slice_us)
@@ -272,5 +310,6 @@ int main(void)
     run("waker gives way", part_waker_gives_way, 1, NULL);
     run("remote gives way", part_remote_gives_way, 2, NULL);
     run("shares", part_shares, 1, "1000");
+    run("a priority raised moves the thread", part_raise_moves, 1, NULL);
     return 0;
 }

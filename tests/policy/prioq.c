@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The O(1) priority queue of the "prio" policies (src/policy/prioq.c) as a
- * data structure, table-driven: order across and within levels, front
- * insertion, the swap of the active and expired arrays, eager and lazy
+ * data structure, table-driven: order across and within levels, front and
+ * woken insertion, the swap of the active and expired arrays, eager and lazy
  * removal, starvation freedom over epochs, and 100,000 nodes. */
 #include "common.h"
 
@@ -13,13 +13,15 @@ static struct ito__prioq q;
 
 static int id(const ito_policy_node_t *n) { return n ? (int)(n - nodes) : -1; }
 
-/* One step of a case: push node `node` (at `level`, expired?, front?), pop
+/* One step of a case: push node `node` (at `level`, expired?, place: 0 back,
+ * 1 front, 2 woken), pop
  * expecting `node` (-1: empty), claim it (lazy), or remove it (eager). */
 enum op { PUSH, POP, CLAIM, REMOVE };
 struct step {
     enum op op;
     int node, level;
-    bool expired, front;
+    bool expired;
+    int place;
 };
 
 struct scase {
@@ -39,7 +41,21 @@ static const struct scase cases[] = {
       { S(PUSH, 0, 7), S(PUSH, 1, 7), S(PUSH, 2, 7), S(POP, 0), S(PUSH, 0, 7), S(POP, 1), S(POP, 2),
         S(POP, 0), S(POP, -1) }, 9, 0 },
     { "front goes first", 16,
-      { S(PUSH, 0, 3), S(PUSH, 1, 3), S(PUSH, 2, 3, false, true), S(POP, 2), S(POP, 0), S(POP, 1) }, 6, 0 },
+      { S(PUSH, 0, 3), S(PUSH, 1, 3), S(PUSH, 2, 3, false, 1), S(POP, 2), S(POP, 0), S(POP, 1) }, 6, 0 },
+    { "woken go ahead of the back, in the order they came", 16,
+      { S(PUSH, 0, 3), S(PUSH, 1, 3), S(PUSH, 2, 3, false, 2), S(PUSH, 3, 3, false, 2), S(POP, 2), S(POP, 3),
+        S(POP, 0), S(POP, 1), S(POP, -1) }, 9, 0 },
+    { "front goes before woken", 16,
+      { S(PUSH, 0, 3, false, 2), S(PUSH, 1, 3, false, 1), S(PUSH, 2, 3, false, 2), S(POP, 1), S(POP, 0),
+        S(POP, 2), S(POP, -1) }, 7, 0 },
+    { "woken after the last woken one was removed", 16,
+      { S(PUSH, 0, 3, false, 2), S(PUSH, 1, 3, false, 2), S(PUSH, 2, 3), S(REMOVE, 1), S(PUSH, 3, 3, false, 2),
+        S(POP, 0), S(POP, 3), S(POP, 2), S(POP, -1) }, 9, 0 },
+    { "woken after the last woken one ran", 16,
+      { S(PUSH, 0, 3, false, 2), S(PUSH, 1, 3), S(POP, 0), S(PUSH, 2, 3, false, 2), S(POP, 2), S(POP, 1),
+        S(POP, -1) }, 7, 0 },
+    { "woken into the expired array goes to the back", 16,
+      { S(PUSH, 0, 3, true), S(PUSH, 1, 3, true, 2), S(POP, 0), S(POP, 1), S(POP, -1) }, 5, 1 },
     { "expired waits for the active array", 140,
       { S(PUSH, 0, 100, true), S(PUSH, 1, 1), S(PUSH, 2, 2), S(POP, 2), S(POP, 1), S(POP, 0),
         S(POP, -1) }, 7, 1 },
@@ -70,7 +86,7 @@ static void run_case(const struct scase *c)
         ito_policy_node_t *n = s->node >= 0 ? &nodes[s->node] : NULL;
         switch (s->op) {
         case PUSH:
-            ito__prioq_push(&q, n, (unsigned)s->level, s->expired, s->front);
+            ito__prioq_push(&q, n, (unsigned)s->level, s->expired, (enum ito__prioq_place)s->place);
             CHECK_EQ(ito__prioq_state(n), ITO__PRIOQ_ENQUEUED);
             CHECK_EQ(ito__prioq_level(n), s->level);
             CHECK_EQ(ito__prioq_in_expired(&q, n), s->expired);
@@ -112,7 +128,7 @@ static void starvation_free(void)
     enum { N = 50 };
     memset(nodes, 0, N * sizeof nodes[0]);
     for (int i = 0; i < N; i++)
-        ito__prioq_push(&q, &nodes[i], (unsigned)(i * 139 / (N - 1)), false, false);
+        ito__prioq_push(&q, &nodes[i], (unsigned)(i * 139 / (N - 1)), false, ITO__PRIOQ_BACK);
     for (int epoch = 0; epoch < 5; epoch++) {
         int seen[N] = { 0 }, last = 140;
         for (int k = 0; k < N; k++) {
@@ -122,7 +138,7 @@ static void starvation_free(void)
             CHECK(l <= last);   /* within an epoch: most urgent first */
             last = l;
             seen[id(n)]++;
-            ito__prioq_push(&q, n, (unsigned)l, true, false);   /* used up its slice */
+            ito__prioq_push(&q, n, (unsigned)l, true, ITO__PRIOQ_BACK);   /* used up its slice */
         }
         for (int i = 0; i < N; i++)
             CHECK_EQ(seen[i], 1);   /* even level 0 ran once per epoch */
@@ -141,7 +157,7 @@ static void large(void)
     static bool claimed[NODES];
     for (int i = 0; i < NODES; i++) {
         level[i] = (int)(test_rand(&seed) % 140);
-        ito__prioq_push(&q, &nodes[i], (unsigned)level[i], false, false);
+        ito__prioq_push(&q, &nodes[i], (unsigned)level[i], false, ITO__PRIOQ_BACK);
     }
     CHECK_EQ(ito__prioq_top(&q), 139);
     int nclaimed = 0;

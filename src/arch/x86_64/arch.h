@@ -158,6 +158,18 @@ static inline bool ito__arch_uc_syscall_eintr(ucontext_t *uc)
     return true;
 }
 
+/* Did the signal interrupt a system call that was waiting in the kernel?
+ * The kernel then either set the call up to restart (the instruction pointer
+ * back on `syscall`, 0f 05) or made it fail with EINTR (just past it, -4 in
+ * rax). A call that completed shows neither. */
+static inline bool ito__arch_uc_in_syscall_wait(const ucontext_t *uc)
+{
+    const unsigned char *pc = (const unsigned char *)uc->uc_mcontext.gregs[REG_RIP];
+    if (pc[0] == 0x0f && pc[1] == 0x05)
+        return true;
+    return pc[-2] == 0x0f && pc[-1] == 0x05 && uc->uc_mcontext.gregs[REG_RAX] == -4;
+}
+
 /* The thread pointer (the %fs base): glibc keeps its own address at %fs:0.
  * The static TLS blocks lie below it, the C library's thread descriptor
  * above (TLS variant II). */

@@ -1,0 +1,223 @@
+/* SPDX-License-Identifier: MIT */
+/* Threads made ready while others compute run soon, under every policy
+ * (issue: a woken thread waited behind busy threads' whole slices):
+ *   - a due timer: with slices of 2 s and a thread that computes without
+ *     calling ito, a thread that sleeps 5 ms ten times is done long before
+ *     the computing thread's first slice would end (the monitor asks the
+ *     busy vproc to look at its timers: upcall/monitor.c, ito__vproc_look);
+ *   - a wake-up from a kernel thread ito did not create (the global queue,
+ *     or the woken thread's preferred vproc): the same;
+ *   - a mixed load on two vprocs — a semaphore ping-pong, sleepers, and
+ *     pipe writers and readers whose I/O rarely parks — moves every part:
+ *     the threads that use whole slices are charged for them and queue
+ *     behind the ones that only wake (ito_policy_node_slices).
+ * The bounds are a slice, or a tenth of what an unstarved part does: they
+ * say whether a mechanism works, not how fast it is (bench/wakeup does).
+ * Each part runs in a child process (the settings are read at start). */
+#include "common.h"
+
+#include <ito/io.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <unistd.h>
+
+static atomic_bool stop;
+
+static void *compute(void *arg)
+{
+    (void)arg;
+    volatile uint64_t x = 0;
+    while (!atomic_load_explicit(&stop, memory_order_relaxed))
+        x++;
+    return NULL;
+}
+
+/* ----------------------------------------------------- a due timer */
+
+static void part_timer(void)
+{
+    ito_thread_t busy;
+    OK(ito_spawn(&busy, NULL, compute, NULL));
+    OK(ito_sleep_ns(1000000));   /* let it start computing (a yield, under "prio", waits for an epoch) */
+    uint64_t t0 = ito_now_ns();
+    for (int i = 0; i < 10; i++)
+        OK(ito_sleep_ns(5000000));
+    uint64_t took = ito_now_ns() - t0;
+    atomic_store(&stop, true);
+    OK(ito_join(busy, NULL));
+    printf("wakeups: 10 sleeps of 5 ms beside a computing thread took %.1f ms (slices of 2 s)\n", took / 1e6);
+    CHECK(took < 2000000000u);
+}
+
+/* ------------------------------------------- a wake-up from outside */
+
+static ito_sem_t sem;
+static _Atomic uint64_t posted_ns;
+
+static void *poster(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < 5; i++) {
+        usleep(10000);
+        atomic_store(&posted_ns, ito_now_ns());
+        OK(ito_sem_post(&sem));
+    }
+    return NULL;
+}
+
+static uint64_t waiter_worst;
+
+static void *waiter(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < 5; i++) {
+        OK(ito_sem_wait(&sem));
+        uint64_t late = ito_now_ns() - atomic_load(&posted_ns);
+        if (late > waiter_worst)
+            waiter_worst = late;
+    }
+    return NULL;
+}
+
+/* The waiter has a preferred vproc (`home`): its wake-ups go to that vproc's
+ * inbox; without one, to the global queue. */
+static void foreign_wakes(bool home)
+{
+    OK(ito_sem_init(&sem, 0));
+    ito_attr_t a;
+    OK(ito_attr_init(&a));
+    if (home)
+        OK(ito_attr_set_vproc(&a, 0));
+    ito_thread_t busy, w;
+    OK(ito_spawn(&w, &a, waiter, NULL));
+    OK(ito_spawn(&busy, NULL, compute, NULL));
+    pthread_t p;
+    OK(pthread_create(&p, NULL, poster, NULL));
+    OK(ito_join(w, NULL));
+    OK(pthread_join(p, NULL));   /* done posting: no wait in the kernel */
+    atomic_store(&stop, true);
+    OK(ito_join(busy, NULL));
+    printf("wakeups: 5 posts from a kernel thread beside a computing thread (%s): worst %.2f ms (slices of 2 s)\n",
+           home ? "its home's inbox" : "the global queue", waiter_worst / 1e6);
+    CHECK(waiter_worst < 2000000000u);
+    OK(ito_sem_destroy(&sem));
+}
+
+static void part_foreign(void) { foreign_wakes(false); }
+static void part_foreign_home(void) { foreign_wakes(true); }
+
+/* ---------------------------------------------------- a mixed load */
+
+static ito_sem_t ping_sem, pong_sem;
+static atomic_long pings, sleeps, words;
+static atomic_bool pong_quit;   /* the pinger decides when the pair ends */
+
+static void *pinger(void *arg)
+{
+    (void)arg;
+    while (!atomic_load(&stop)) {
+        OK(ito_sem_post(&ping_sem));
+        OK(ito_sem_wait(&pong_sem));
+        atomic_fetch_add(&pings, 1);
+    }
+    atomic_store(&pong_quit, true);
+    OK(ito_sem_post(&ping_sem));   /* the ponger's last wait */
+    return NULL;
+}
+
+static void *ponger(void *arg)
+{
+    (void)arg;
+    for (;;) {
+        OK(ito_sem_wait(&ping_sem));
+        if (atomic_load(&pong_quit))
+            return NULL;
+        OK(ito_sem_post(&pong_sem));
+    }
+}
+
+static void *sleeper(void *arg)
+{
+    (void)arg;
+    while (!atomic_load(&stop)) {
+        OK(ito_sleep_ns(1000000));
+        atomic_fetch_add(&sleeps, 1);
+    }
+    return NULL;
+}
+
+static void *writer(void *arg)
+{
+    int fd = (int)(intptr_t)arg;
+    uint64_t v = 0;
+    while (!atomic_load(&stop) && ito_write(fd, &v, sizeof v) == (ssize_t)sizeof v)
+        v++;
+    close(fd);   /* the reader's read then ends */
+    return NULL;
+}
+
+static void *reader(void *arg)
+{
+    int fd = (int)(intptr_t)arg;
+    uint64_t v, expect = 0;
+    while (ito_read(fd, &v, sizeof v) == (ssize_t)sizeof v) {
+        CHECK_EQ(v, expect);   /* every word, in order */
+        expect++;
+        atomic_fetch_add(&words, 1);
+    }
+    return NULL;
+}
+
+static void part_mixed(void)
+{
+    enum { PIPES = 4, SLEEPERS = 4 };
+    OK(ito_sem_init(&ping_sem, 0));
+    OK(ito_sem_init(&pong_sem, 0));
+    ito_thread_t t[2 + SLEEPERS + 2 * PIPES];
+    int n = 0, fds[PIPES][2];
+    /* Under "affinity", which keeps each thread on the vproc it last ran
+     * on, the pair shares one vproc with pipe threads: split over two, a
+     * round trip may wait for a pipe thread to park on each side (about
+     * 9 ms: docs/guide.md). Elsewhere the pair may go where it likes: a
+     * thread with a preferred vproc that another one took is sent back
+     * through an inbox at each wake-up. */
+    ito_attr_t a;
+    OK(ito_attr_init(&a));
+    const char *policy = getenv("ITO_POLICY");
+    if (policy && !strcmp(policy, "affinity"))
+        OK(ito_attr_set_vproc(&a, 0));
+    OK(ito_spawn(&t[n++], &a, pinger, NULL));
+    OK(ito_spawn(&t[n++], &a, ponger, NULL));
+    for (int i = 0; i < SLEEPERS; i++)
+        OK(ito_spawn(&t[n++], NULL, sleeper, NULL));
+    for (int i = 0; i < PIPES; i++) {
+        CHECK_EQ(pipe(fds[i]), 0);
+        OK(ito_spawn(&t[n++], NULL, writer, (void *)(intptr_t)fds[i][1]));
+        OK(ito_spawn(&t[n++], NULL, reader, (void *)(intptr_t)fds[i][0]));
+    }
+    OK(ito_sleep_ns(1500000000u));
+    atomic_store(&stop, true);
+    long p = atomic_load(&pings), s = atomic_load(&sleeps), w = atomic_load(&words);
+    for (int i = 0; i < n; i++)
+        OK(ito_join(t[i], NULL));
+    for (int i = 0; i < PIPES; i++)
+        close(fds[i][0]);
+    printf("wakeups: mixed load, 1.5 s on 2 vprocs: %ld round trips, %ld sleeps of 1 ms, %ld pipe words\n", p, s,
+           w);
+    fflush(stdout);
+    /* Unstarved, a round trip takes microseconds and 4 sleepers make
+     * about 6,000 sleeps; starved, the ping-pong made a few dozen. */
+    CHECK(p >= 2000);
+    CHECK(s >= 300);
+    CHECK(w >= 1000);
+}
+
+int main(void)
+{
+    const char *const slow[] = { "ITO_TIMESLICE_US", "2000000", NULL };
+    test_run_part("wakeups", "a due timer", part_timer, 1, slow);
+    test_run_part("wakeups", "a wake-up from outside", part_foreign, 1, slow);
+    test_run_part("wakeups", "a wake-up from outside, to a home vproc", part_foreign_home, 1, slow);
+    test_run_part("wakeups", "a mixed load", part_mixed, 2, NULL);
+    return 0;
+}
