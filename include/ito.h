@@ -249,10 +249,11 @@ ITO_API int ito_attr_set_group(ito_attr_t *attr, struct ito_group *g);
 ITO_API int ito_attr_get_group(const ito_attr_t *attr, struct ito_group **g);
 
 /*
- * Create a thread running fn(arg). attr may be NULL. The new thread gets its
- * stack (address space; pages are touched as it runs) from the vproc's pool
- * now, so that it cannot run out of memory when it starts. *t receives the
- * handle; t may be NULL only for a detached thread.
+ * Create a thread running fn(arg). attr may be NULL. A stack is set aside
+ * for the new thread now (address space, mapped if the pools run short;
+ * pages are touched as it runs), and handed to it when it first runs, which
+ * therefore cannot run out of memory. *t receives the handle; t may be NULL
+ * only for a detached thread.
  * Returns 0; EINVAL for a bad argument or attribute: an uninitialized attr,
  * or a field of ito_attr_t written directly with a value its setter refuses
  * (a stack size outside [ITO_STACK_MIN, ITO_STACK_MAX], a priority outside
