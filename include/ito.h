@@ -217,8 +217,10 @@ typedef struct ito_attr {
 ITO_API int ito_attr_init(ito_attr_t *attr);
 /* Stack size in bytes, rounded up to whole pages (the getter returns the
  * rounded value): EINVAL outside [ITO_STACK_MIN, ITO_STACK_MAX]. A thread's
- * stack holds at least this much; a thread joined before it starts may run
- * on its joiner's stack, where more may be available. */
+ * stack holds at least this much: a size below the runtime's gets a stack of
+ * the runtime's size; a thread joined before it starts may run on its
+ * joiner's stack, where more may be available (not one that asked for more
+ * than the runtime's size: its stack is mapped at its spawn). */
 ITO_API int ito_attr_set_stack_size(ito_attr_t *attr, size_t bytes);
 ITO_API int ito_attr_get_stack_size(const ito_attr_t *attr, size_t *bytes);
 /* EINVAL outside [0, ITO_PRIO_MAX]. */
@@ -247,14 +249,19 @@ ITO_API int ito_attr_set_group(ito_attr_t *attr, struct ito_group *g);
 ITO_API int ito_attr_get_group(const ito_attr_t *attr, struct ito_group **g);
 
 /*
- * Create a thread running fn(arg). attr may be NULL. The new thread owns no
- * stack until it first runs, so spawning is cheap. *t receives the handle; t
- * may be NULL only for a detached thread.
+ * Create a thread running fn(arg). attr may be NULL. A stack is set aside
+ * for the new thread now (address space, mapped if the pools run short;
+ * pages are touched as it runs), and handed to it when it first runs, which
+ * therefore cannot run out of memory. *t receives the handle; t may be NULL
+ * only for a detached thread.
  * Returns 0; EINVAL for a bad argument or attribute: an uninitialized attr,
  * or a field of ito_attr_t written directly with a value its setter refuses
  * (a stack size outside [ITO_STACK_MIN, ITO_STACK_MAX], a priority outside
  * [0, ITO_PRIO_MAX], a vproc below -1 or >= ito_vproc_count(), a name without
- * its NUL, unknown flags); EAGAIN if resources are lacking. Does not switch.
+ * its NUL, unknown flags); EAGAIN if resources are lacking: no stack can be
+ * mapped (RLIMIT_AS, vm.max_map_count, memory) or no descriptor allocated.
+ * The process goes on: threads that exit give their stacks back for the next
+ * spawn. Does not switch.
  */
 ITO_API int ito_spawn(ito_thread_t *t, const ito_attr_t *attr, void *(*fn)(void *), void *arg);
 
@@ -307,7 +314,8 @@ ITO_API int ito_resume(ito_thread_t t);
  * Scheme's thread-set-continuation!. Returns 0; ESRCH for a stale handle or
  * an exited thread; EINVAL if t is not suspended or is the caller, or fn is
  * NULL; EBUSY if t has been asked to suspend but has not stopped yet (still
- * running, or still blocked in a wait).
+ * running, or still blocked in a wait); EAGAIN if t ran on a stack not ito's
+ * (main's) and no stack of ito's can be mapped for it.
  */
 ITO_API int ito_set_entry(ito_thread_t t, void *(*fn)(void *), void *arg);
 

@@ -713,7 +713,7 @@ ITO_POSIX_API int pthread_getattr_np(pthread_t th, pthread_attr_t *attr)
     void *lo = pt->stack_addr;
     size_t size = pt->stack_size;
     if (!pt->user_stack) {
-        /* The pooled stack it runs on (ito gives it at its first run). */
+        /* The pooled stack it runs on (ito gives it at its spawn). */
         struct ito__thread *t = ito__thread_lock_handle(pt->id);
         if (t) {
             lo = t->stack.lo;

@@ -99,8 +99,9 @@ static void prepare(void)
 }
 
 /* Locks and lists shared by every kernel thread: one that the fork left
- * behind may have held a lock, or been half-way through a list. */
-static void forget_shared(void)
+ * behind may have held a lock, or been half-way through a list. `self` is
+ * the forking thread (NULL: a kernel thread ito did not create). */
+static void forget_shared(const struct ito__thread *self)
 {
     ito__spin_init(&ito__rt.gq_lock, ITO__LOCK_GLOBAL_QUEUE);
     ito__rt.gq_head = ito__rt.gq_tail = NULL;
@@ -117,7 +118,7 @@ static void forget_shared(void)
     atomic_store_explicit(&ito__rt.foreign_spawns, 0, memory_order_relaxed);
     atomic_store_explicit(&ito__rt.main_exited, false, memory_order_relaxed);
     ito__handles_forked();
-    ito__stacks_forked();
+    ito__stacks_forked(self ? &self->stack : NULL);
     ito__keys_forked();
     ito__event_forked();
 }
@@ -189,7 +190,7 @@ static void rebuild(void)
         rings_to_close = f;   /* (a child not yet resumed: its vprocs have none, the older ones are still open) */
     adopted = NULL;
     ito__fork_epoch++;
-    forget_shared();
+    forget_shared(self);
     ito__hooks.forked(parent_tid);
     ito__hooks.posix_forked();   /* before the adoption below takes a thread pointer */
     new_vprocs();

@@ -120,6 +120,14 @@ void ito__handles_forked(void)
     gfree = NULL;
 }
 
+void ito__thread_unalloc(struct ito__thread *t)
+{
+    ito__spin_lock(&glock);   /* (rare: to the shared list) */
+    t->free_next = gfree;
+    gfree = t;
+    ito__spin_unlock(&glock);
+}
+
 void ito__thread_free_here(struct ito__thread *t)
 {
     ito__critical_enter();

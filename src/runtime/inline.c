@@ -24,7 +24,9 @@
  *     freed part of its stack, which jumps back into the join frame once the
  *     child exits and wakes it through the ordinary join protocol.
  * A stack overflow in the child hits the joiner's guard page and is reported
- * as the child's.
+ * as the child's. Only a child with the promise of a stack (stack.c), not a
+ * stack of its own, runs inline; the promise goes back to the vproc when the
+ * child finishes here, and stays the child's if it is moved off.
  */
 #include <errno.h>
 
@@ -51,6 +53,7 @@ static void finish(struct ito__thread *t)
 {
     ito__group_exit(t);
     struct ito__vproc *vp = ito__vproc_self();
+    ito__stack_unpromise(vp, vp->stacks);
     ITO_STAT_INC(vp, exits);
     t->inl = NULL;
     t->stack.lo = NULL;

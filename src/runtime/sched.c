@@ -309,17 +309,12 @@ struct ito__thread *ito__pick_local(struct ito__vproc *vp) { return pick_local(v
 
 /* -------------------------------------------------------------- switching */
 
-/* Give `next` a context if it has none yet: a stack (from the pool) and a
- * frame that enters ito__thread_entry. */
+/* Give `next` a context if it has none yet: the stack promised at its spawn
+ * (stack.c: taking it cannot fail) and a frame that enters ito__thread_entry. */
 static void *start_frame(struct ito__vproc *vp, struct ito__thread *next)
 {
-    if (!next->stack.lo) {
-        int e = ito__stack_get(vp, vp->stacks, ito__stack_reserve(next->stack_size), &next->stack);
-        if (e)
-            ito__panic("cannot allocate a %zu-byte stack for thread %u \"%s\" (%s); "
-                       "lower ITO_STACK_SIZE or free memory",
-                       next->stack_size, next->index, next->name, e == ENOMEM ? "out of memory" : "error");
-    }
+    if (!next->stack.lo)
+        ito__stack_take(vp, vp->stacks, &next->stack);
     /* A reused stack may hold frames that were dropped without returning. */
     ito__san_unpoison(next->stack.lo, next->stack.size);
     if (!next->tsan_fiber)

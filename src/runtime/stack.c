@@ -11,19 +11,47 @@
  * the kernel with one madvise(MADV_DONTNEED) — one system call per chunk, not
  * per stack, so that a million exiting threads do not cost a million calls.
  *
+ * Promises. A thread that exists must never fail for want of a stack: when
+ * memory or mappings run out, the spawn must fail (EAGAIN), not the thread's
+ * first run. Yet a thread that has not run needs no stack: a join may run it
+ * inline on the joiner's stack (inline.c), and a thread that starts after
+ * others have exited should take one of their warm stacks rather than touch
+ * new pages (taking a stack at each spawn made fork-many, 100,000 threads
+ * spawned then joined, 5 times slower). So a spawn takes a *promise* and the
+ * first run takes a stack. The pool counts the promises it gave (`promised`)
+ * and keeps them below the default-size stacks mapped (`total`): a spawn that
+ * needs more maps a chunk first, or fails. Each vproc holds a batch of
+ * promises, so that spawning touches no shared line, and never fewer than the
+ * stacks in its cache; then the stacks outside every cache (the pool's, and
+ * the chunks' never handed out) are at least as many as the threads promised
+ * one and not started yet, and a first run always finds one. A thread that
+ * ends gives its promise (with its stack) to the vproc it ends on; a vproc
+ * with too many gives a batch back. Once a promise has been refused, and
+ * until a chunk is mapped again, vprocs give them back at once (with the
+ * stacks of threads that end), so that a spawn on any vproc succeeds again as
+ * soon as threads have ended anywhere.
+ *
+ * Sizes. A thread that asks for a smaller stack than the default is promised
+ * one of the default size ("at least" what it asks for: ito.h): its spawn
+ * costs the same, and it may still run inline. A larger one is mapped at the
+ * spawn (one mapping each, pooled when freed): rare, and never run inline.
+ *
+ * Chunks. Default-size stacks come from chunks of up to 256 (one mmap: a page
+ * for the chunk's record, then each stack above a page for its guard; a
+ * smaller one where address space is short), handed out in order, and only
+ * once the pool has no used stack left.
+ *
  * Guard pages. A PROT_NONE page below each stack turns an overflow into a
  * SIGSEGV that overflow.c reports. But each guarded stack costs two kernel
  * mappings (VMAs), and vm.max_map_count (65530 by default) caps them per
  * process: a million threads cannot all have guard pages. So ito gives guard
- * pages to at most a quarter of max_map_count stacks (half the mappings), and
- * beyond that carves stacks from large unguarded chunks (one mapping per 256
- * stacks), with a one-time warning. For an unguarded stack, the stack pointer
- * is checked whenever its thread switches out, so an overflow that is still
- * in progress there is reported (a canary would cost a resident page per
- * stack, which a million threads cannot afford).
+ * pages to at most a quarter of max_map_count stacks (half the mappings), as
+ * they are first handed out, and none beyond that or when the kernel refuses
+ * one, with a one-time warning. For an unguarded stack, the stack pointer is
+ * checked whenever its thread switches out, so an overflow that is still in
+ * progress there is reported (a canary would cost a resident page per stack,
+ * which a million threads cannot afford).
  *
- * Default-size stacks come from chunks (16 guarded or 256 unguarded stacks per
- * mmap, and a page for the chunk's record); other sizes get a mapping each.
  * Sizes here are what is mapped: twice what threads ask for
  * (ito__stack_reserve, stack.h). After initialization nothing here calls
  * malloc: a vproc takes a stack when it starts a new thread, and that may
@@ -45,28 +73,38 @@
 #include "runtime/sanitizer.h"
 
 #define ITO__POOL_HOT 256          /* global pool stacks kept with their pages */
-#define ITO__CHUNK_GUARDED 16
-#define ITO__CHUNK_UNGUARDED 256
+#define ITO__CHUNK 256             /* default-size stacks per chunk ... */
+#define ITO__CHUNK_BYTES ((size_t)1 << 30)   /* ... and at most this much of them: 8 MiB
+                                                stacks (the POSIX face's) come 63 at a time */
 #define ITO__OTHER_POOL 64         /* pooled stacks of non-default sizes */
 
 /* One mmap of default-size stacks; it lives as long as the process, in
- * the page below them (map_chunk). */
+ * the page below them (add_chunk). */
 struct ito__stack_chunk {
-    char *base;
+    char *base;                     /* the first stack's guard page */
     size_t len;
-    unsigned n;           /* stacks carved from it */
-    unsigned nfree;       /* of them, in the global pool (pool.lock) */
+    unsigned n;                     /* stacks it holds */
+    unsigned carved;                /* of them, handed out at least once (pool.lock) */
+    unsigned nfree;                 /* of those, in the global pool (pool.lock) */
+    struct ito__stack_chunk *next;  /* in pool.fresh */
 };
 
+/* Everything here under `lock`. */
 struct pool {
     ito__spinlock lock;
-    struct ito__stack *items;     /* default size */
-    size_t n, cap;
-    struct ito__stack other[ITO__OTHER_POOL];   /* other sizes */
+    struct ito__stack *items;       /* default-size stacks handed out before, free again */
+    size_t n, cap;                  /* cap >= total: giving back never allocates */
+    size_t total;                   /* default-size stacks mapped */
+    size_t promised;                /* promises out (vprocs', threads'): <= total */
+    struct ito__stack_chunk *fresh, *fresh_tail;   /* chunks with stacks never handed out */
+    struct ito__stack other[ITO__OTHER_POOL];      /* other sizes */
     unsigned nother;
 };
 
 static struct pool pool = { .lock = ITO__SPINLOCK_INITIALIZER(ITO__LOCK_STACKS) };
+/* Relaxed: a vproc that misses a change gives a promise back a little later,
+ * or keeps one a little longer; nothing depends on it but where they wait. */
+_Atomic bool ito__stacks_short;
 static size_t page_size;
 size_t ito__stack_default_size;
 #define default_size ito__stack_default_size
@@ -125,33 +163,6 @@ static void init_stack(struct ito__stack *s, void *lo, size_t size, uint32_t fla
     s->chunk = chunk;
 }
 
-/* Add k default-size stacks to the global pool; used ones beyond
- * ITO__POOL_HOT give their pages back to the kernel. */
-static void pool_add(struct ito__stack *s, unsigned k, bool fresh)
-{
-    ito__spin_lock(&pool.lock);
-    if (pool.n + k > pool.cap) {
-        size_t cap = pool.cap ? pool.cap * 2 : 1024;
-        while (cap < pool.n + k)
-            cap *= 2;
-        void *items = pool.items ? mremap(pool.items, pool.cap * sizeof *pool.items, cap * sizeof *pool.items,
-                                          MREMAP_MAYMOVE)
-                                 : mmap(NULL, cap * sizeof *pool.items, PROT_READ | PROT_WRITE,
-                                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (items == MAP_FAILED)
-            ito__panic("out of memory while pooling thread stacks");
-        pool.items = items;
-        pool.cap = cap;
-    }
-    for (unsigned i = 0; i < k; i++) {
-        struct ito__stack_chunk *c = s[i].chunk;
-        pool.items[pool.n++] = s[i];
-        if (++c->nfree == c->n && !fresh && pool.n > ITO__POOL_HOT)
-            madvise(c->base, c->len, MADV_DONTNEED);   /* the whole chunk is idle */
-    }
-    ito__spin_unlock(&pool.lock);
-}
-
 static void *map(size_t len)
 {
     void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
@@ -169,38 +180,181 @@ static void unmap(void *p, size_t len)
     munmap(p, len);
 }
 
-/* Map a chunk of default-size stacks; out receives up to `max` of them. */
-static unsigned map_chunk(struct ito__stack *out, unsigned max)
+/* ------------------------------------------------------------ the pool */
+
+/* Add k default-size stacks to the global pool (pool.lock held); used ones
+ * beyond ITO__POOL_HOT give their pages back to the kernel. */
+static void pool_add_locked(struct ito__stack *s, unsigned k)
 {
-    bool guarded = take_guard(ITO__CHUNK_GUARDED);
-    unsigned n = guarded ? ITO__CHUNK_GUARDED : ITO__CHUNK_UNGUARDED;
-    size_t stride = default_size + (guarded ? page_size : 0);
-    /* The chunk's record lives in a page of its own below its stacks (out
-     * of reach of the madvise that empties them): no malloc, since this
-     * runs when a vproc starts a new thread, also from the time-slice
-     * signal's handler. */
-    char *head = map(page_size + n * stride);
-    if (!head) {
-        if (guarded)
-            atomic_fetch_add(&guarded_left, ITO__CHUNK_GUARDED);
-        return 0;
+    ITO_BUG_ON(pool.n + k > pool.cap);   /* add_chunk made room for every stack */
+    for (unsigned i = 0; i < k; i++) {
+        struct ito__stack_chunk *c = s[i].chunk;
+        pool.items[pool.n++] = s[i];
+        if (++c->nfree == c->carved && pool.n > ITO__POOL_HOT)
+            madvise(c->base, c->len, MADV_DONTNEED);   /* the whole chunk is idle */
     }
-    char *base = head + page_size;
-    struct ito__stack_chunk *chunk = (struct ito__stack_chunk *)head;
-    *chunk = (struct ito__stack_chunk){ base, n * stride, n, 0 };
-    struct ito__stack extra[ITO__CHUNK_UNGUARDED];
-    unsigned k = 0, nextra = 0;
-    for (unsigned i = 0; i < n; i++) {
-        char *lo = base + i * stride + (guarded ? page_size : 0);
-        if (guarded)
-            mprotect(lo - page_size, page_size, PROT_NONE);
-        struct ito__stack *s = k < max ? &out[k++] : &extra[nextra++];
-        init_stack(s, lo, default_size, guarded ? ITO__STACK_GUARDED : 0, chunk);
-    }
-    if (nextra)
-        pool_add(extra, nextra, true);
-    return k;
 }
+
+/* Map a chunk of up to ITO__CHUNK default-size stacks, at least `need`;
+ * false if memory or mappings are short. */
+static bool add_chunk(size_t need)
+{
+    size_t stride = default_size + page_size;
+    size_t n = ITO__CHUNK_BYTES / stride < ITO__CHUNK ? ITO__CHUNK_BYTES / stride : ITO__CHUNK;
+    if (n < 1)
+        n = 1;
+    char *head;
+    while (!(head = map(page_size + n * stride))) {
+        if (n <= need)
+            return false;
+        n = need;   /* a smaller one may still fit (RLIMIT_AS) */
+    }
+    struct ito__stack_chunk *chunk = (struct ito__stack_chunk *)head;
+    *chunk = (struct ito__stack_chunk){ .base = head + page_size, .len = n * stride, .n = (unsigned)n };
+    ito__spin_lock(&pool.lock);
+    if (pool.total + n > pool.cap) {
+        size_t cap = pool.cap ? pool.cap * 2 : 1024;
+        while (cap < pool.total + n)
+            cap *= 2;
+        void *items = pool.items ? mremap(pool.items, pool.cap * sizeof *pool.items, cap * sizeof *pool.items,
+                                          MREMAP_MAYMOVE)
+                                 : mmap(NULL, cap * sizeof *pool.items, PROT_READ | PROT_WRITE,
+                                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (items == MAP_FAILED) {
+            ito__spin_unlock(&pool.lock);
+            unmap(head, page_size + n * stride);
+            return false;
+        }
+        pool.items = items;
+        pool.cap = cap;
+    }
+    pool.total += n;
+    atomic_store_explicit(&ito__stacks_short, false, memory_order_relaxed);
+    if (pool.fresh_tail)
+        pool.fresh_tail->next = chunk;
+    else
+        pool.fresh = chunk;
+    pool.fresh_tail = chunk;
+    ito__spin_unlock(&pool.lock);
+    return true;
+}
+
+/* Give out k promises, mapping stacks for them if needed; false if memory
+ * or mappings are short (then ito__stacks_short is set). */
+static bool promise(size_t k)
+{
+    for (;;) {
+        ito__spin_lock(&pool.lock);
+        size_t total = pool.total;
+        if (pool.promised + k <= total) {
+            pool.promised += k;
+            ito__spin_unlock(&pool.lock);
+            return true;
+        }
+        size_t need = pool.promised + k - total;
+        ito__spin_unlock(&pool.lock);
+        if (!add_chunk(need)) {
+            atomic_store_explicit(&ito__stacks_short, true, memory_order_relaxed);
+            return false;
+        }
+    }
+}
+
+static void unpromise(size_t k)
+{
+    ito__spin_lock(&pool.lock);
+    pool.promised -= k;
+    ito__spin_unlock(&pool.lock);
+}
+
+/* Give a stack never handed out before its guard page and its record. */
+static void carve(struct ito__stack *s)
+{
+    /* A guard page splits the mapping: with vm.max_map_count reached it
+     * fails, and the stack goes without (chunks are never unmapped). */
+    bool guard = take_guard(1) && mprotect((char *)s->lo - page_size, page_size, PROT_NONE) == 0;
+    init_stack(s, s->lo, default_size, guard ? ITO__STACK_GUARDED : 0, s->chunk);
+}
+
+/* ------------------------------------------------------- default sizes */
+
+/* Take up to `want` stacks out of the pool into out: used ones first, then
+ * ones never handed out. Returns how many. */
+static unsigned pool_take(struct ito__stack *out, unsigned want)
+{
+    size_t stride = default_size + page_size;
+    unsigned got = 0, used;
+    ito__spin_lock(&pool.lock);
+    while (got < want && pool.n) {
+        out[got] = pool.items[--pool.n];
+        out[got++].chunk->nfree--;
+    }
+    used = got;
+    while (got < want && pool.fresh) {
+        struct ito__stack_chunk *c = pool.fresh;
+        out[got].lo = c->base + c->carved * stride + page_size;
+        out[got++].chunk = c;
+        if (++c->carved == c->n && !(pool.fresh = c->next))
+            pool.fresh_tail = NULL;
+    }
+    ito__spin_unlock(&pool.lock);
+    for (unsigned i = used; i < got; i++)
+        carve(&out[i]);   /* (system calls: outside the lock) */
+    return got;
+}
+
+/* A vproc with too many spare promises gives some back; all of them while
+ * memory is short. */
+static void promises_trim(struct ito__stack_cache *c)
+{
+    int keep = atomic_load_explicit(&ito__stacks_short, memory_order_relaxed) ? 0 : ITO__STACK_PROMISES;
+    if (c->spare > keep) {
+        unpromise((size_t)(c->spare - keep));
+        c->spare = keep;
+    }
+}
+
+void ito__stack_take_slow(struct ito__vproc *vp, struct ito__stack *out)
+{
+    struct ito__stack_cache *c = vp ? vp->stacks : NULL;
+    if (c && c->n) {
+        *out = c->s[--c->n];
+        c->spare++;
+        promises_trim(c);
+        return;
+    }
+    /* Refill the empty cache, with no more stacks than spare promises. */
+    unsigned want = 1;
+    if (c)
+        want += c->spare < ITO__STACK_CACHE / 2 - 1 ? (unsigned)c->spare : ITO__STACK_CACHE / 2 - 1;
+    struct ito__stack tmp[ITO__STACK_CACHE / 2];
+    unsigned got = pool_take(tmp, want);
+    /* The promises guarantee a stack (above); should they not, map one. */
+    ITO_ASSERT(got);
+    while (!got) {
+        if (!add_chunk(1))
+            ito__panic("cannot map a stack for a thread that was promised one; please report it");
+        got = pool_take(tmp, 1);
+    }
+    *out = tmp[--got];
+    for (unsigned i = 0; i < got; i++)
+        c->s[c->n++] = tmp[i];
+    if (c)
+        c->spare -= (int)got;
+}
+
+void ito__stack_unpromise_slow(struct ito__vproc *vp)
+{
+    struct ito__stack_cache *c = vp ? vp->stacks : NULL;
+    if (!c) {
+        unpromise(1);
+        return;
+    }
+    c->spare++;
+    promises_trim(c);
+}
+
+/* --------------------------------------------------------- other sizes */
 
 /* One mapping for one stack of any size. */
 static int map_single(size_t size, struct ito__stack *out)
@@ -213,68 +367,81 @@ static int map_single(size_t size, struct ito__stack *out)
             atomic_fetch_add(&guarded_left, 1);
         return ENOMEM;
     }
-    if (guarded)
-        mprotect(base, page_size, PROT_NONE);
+    if (guarded && mprotect(base, page_size, PROT_NONE) != 0) {
+        /* No mapping left to split off a guard page: map it without one
+         * (ito__stack_put_slow finds the mapping by the flag). */
+        unmap(base, len);
+        guarded = false;
+        if (!(base = map(size)))
+            return ENOMEM;
+    }
     init_stack(out, base + (guarded ? page_size : 0), size, guarded ? ITO__STACK_GUARDED : 0, NULL);
     return 0;
 }
 
-int ito__stack_get_slow(struct ito__vproc *vp, size_t size, struct ito__stack *out)
+int ito__stack_promise_slow(struct ito__vproc *vp, size_t size, struct ito__stack *out)
 {
     size = ito__stack_round(size);
-    if (size == default_size) {
-        struct ito__stack_cache *c = vp ? vp->stacks : NULL;
-        if (c && c->n) {
-            *out = c->s[--c->n];
-            return 0;
-        }
-        /* Refill: half a cache from the global pool, else a new chunk. */
-        unsigned want = c ? ITO__STACK_CACHE / 2 : 1, got = 0;
-        struct ito__stack tmp[ITO__STACK_CACHE / 2];
+    struct ito__stack_cache *c = vp ? vp->stacks : NULL;
+    if (size > default_size) {
+        /* Mapped now, or taken from the pool of larger sizes. */
         ito__spin_lock(&pool.lock);
-        while (got < want && pool.n) {
-            tmp[got] = pool.items[--pool.n];
-            tmp[got++].chunk->nfree--;
+        for (unsigned i = 0; i < pool.nother; i++) {
+            if (pool.other[i].size == size) {
+                *out = pool.other[i];
+                pool.other[i] = pool.other[--pool.nother];
+                ito__spin_unlock(&pool.lock);
+                return 0;
+            }
         }
         ito__spin_unlock(&pool.lock);
-        if (!got)
-            got = map_chunk(tmp, want);
-        if (!got)
+        return map_single(size, out);
+    }
+    if (!c)
+        return promise(1) ? 0 : ENOMEM;
+    if (c->spare > 0) {
+        c->spare--;
+    } else if (promise(ITO__STACK_PROMISES)) {
+        c->spare += ITO__STACK_PROMISES - 1;
+    } else if (!promise(1)) {
+        if (!c->n)
             return ENOMEM;
-        *out = tmp[--got];
-        for (unsigned i = 0; i < got; i++)
-            c->s[c->n++] = tmp[i];
-        return 0;
+        /* Short of memory: a cached stack goes to the pool, and its promise
+         * serves this thread. */
+        ito__spin_lock(&pool.lock);
+        pool_add_locked(&c->s[--c->n], 1);
+        ito__spin_unlock(&pool.lock);
     }
-    ito__spin_lock(&pool.lock);
-    for (unsigned i = 0; i < pool.nother; i++) {
-        if (pool.other[i].size == size) {
-            *out = pool.other[i];
-            pool.other[i] = pool.other[--pool.nother];
-            ito__spin_unlock(&pool.lock);
-            return 0;
-        }
-    }
-    ito__spin_unlock(&pool.lock);
-    return map_single(size, out);
+    return 0;
 }
 
 void ito__stack_put_slow(struct ito__vproc *vp, struct ito__stack *s)
 {
     if (s->size == default_size) {
         struct ito__stack_cache *c = vp ? vp->stacks : NULL;
-        if (c && c->n < ITO__STACK_CACHE) {
+        if (!c || atomic_load_explicit(&ito__stacks_short, memory_order_relaxed)) {
+            /* The stack and its promise to the pool, for any vproc. */
+            ito__spin_lock(&pool.lock);
+            pool_add_locked(s, 1);
+            pool.promised--;
+            ito__spin_unlock(&pool.lock);
+            if (c)
+                promises_trim(c);
+            return;
+        }
+        if (c->n < ITO__STACK_CACHE) {
             c->s[c->n++] = *s;
             return;
         }
-        /* Spill: half the cache (or this one stack) to the global pool. */
-        struct ito__stack tmp[ITO__STACK_CACHE / 2 + 1];
-        unsigned k = 0;
-        tmp[k++] = *s;
-        if (c)
-            while (k < ITO__STACK_CACHE / 2 + 1)
-                tmp[k++] = c->s[--c->n];
-        pool_add(tmp, k, false);
+        /* Spill: this stack and half the cache to the global pool; their
+         * promises stay, spare (and trimmed). */
+        ito__spin_lock(&pool.lock);
+        pool_add_locked(s, 1);
+        pool_add_locked(&c->s[c->n - ITO__STACK_CACHE / 2], ITO__STACK_CACHE / 2);
+        ito__spin_unlock(&pool.lock);
+        c->n -= ITO__STACK_CACHE / 2;
+        c->spare += ITO__STACK_CACHE / 2 + 1;
+        promises_trim(c);
         return;
     }
     ito__spin_lock(&pool.lock);
@@ -293,15 +460,18 @@ void ito__stack_put_slow(struct ito__vproc *vp, struct ito__stack *s)
         atomic_fetch_add(&guarded_left, 1);
 }
 
-void ito__stacks_forked(void)
+void ito__stacks_forked(const struct ito__stack *kept)
 {
     /* The pool may be half-updated by a kernel thread the fork left behind:
      * start empty (the parent's pooled stacks stay mapped, unused). A
      * chunk's free count may then stay above zero for good; it only decides
-     * when an idle chunk's pages go back to the kernel. */
+     * when an idle chunk's pages go back to the kernel. The forking thread
+     * keeps its stack, and the promise that goes with it: both counted. */
     ito__spin_init(&pool.lock, ITO__LOCK_STACKS);
     pool.n = 0;
     pool.nother = 0;
+    pool.fresh = pool.fresh_tail = NULL;
+    pool.total = pool.promised = kept && (kept->flags & ITO__STACK_POOLED) && kept->size == default_size;
 }
 
 struct ito__stack_cache *ito__stack_cache_create(void)

@@ -4,8 +4,12 @@
 #ifndef ITO_RUNTIME_STACK_H
 #define ITO_RUNTIME_STACK_H
 
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "base/compiler.h"
 
 struct ito__vproc;
 
@@ -33,37 +37,87 @@ static inline void *ito__stack_top(const struct ito__stack *s) { return (char *)
 static inline size_t ito__stack_reserve(size_t requested) { return 2 * requested; }
 
 int ito__stacks_init(size_t default_requested);
-/* A vproc's LIFO cache of default-size stacks (owner only). */
+/* A vproc's LIFO cache of default-size stacks and its promises (owner only):
+ * it holds one promise for each cached stack, and `spare` more (stack.c). */
 #define ITO__STACK_CACHE 64
+#define ITO__STACK_PROMISES 32   /* promises a vproc takes from the pool at once; it gives back
+                                    what it holds beyond twice as many spare */
 struct ito__stack_cache {
     unsigned n;
+    int spare;
     struct ito__stack s[ITO__STACK_CACHE];
 };
 extern size_t ito__stack_default_size;   /* mapped size of default stacks */
+/* A promise was refused and no stack mapped since: vprocs give stacks and
+ * promises back to the pool at once, for any vproc to spawn with (stack.c). */
+extern _Atomic bool ito__stacks_short;
 
-int ito__stack_get_slow(struct ito__vproc *vp, size_t size, struct ito__stack *out);
+int ito__stack_promise_slow(struct ito__vproc *vp, size_t size, struct ito__stack *out);
+void ito__stack_take_slow(struct ito__vproc *vp, struct ito__stack *out);
 void ito__stack_put_slow(struct ito__vproc *vp, struct ito__stack *s);
+void ito__stack_unpromise_slow(struct ito__vproc *vp);
 
-/* Get a stack of `size` usable bytes from the cache `c` of the calling vproc
- * (NULL for none) or the pools. Returns 0 or ENOMEM. */
-static inline int ito__stack_get(struct ito__vproc *vp, struct ito__stack_cache *c, size_t size,
-                                 struct ito__stack *out)
+/* At a spawn: make sure a new thread will have a stack of `size` mapped bytes
+ * (0: the default size). A stack of the default size, or smaller, is promised
+ * (one of the pools is kept for the thread; out->lo, NULL from the caller,
+ * stays so) and a default-size one taken when the thread first runs
+ * (ito__stack_take); a larger stack is mapped into out now. vp is the calling
+ * vproc, c its cache (both NULL from a foreign kernel thread). Returns 0, or
+ * ENOMEM when no stack can be mapped. */
+ITO_INLINE int ito__stack_promise(struct ito__vproc *vp, struct ito__stack_cache *c, size_t size,
+                                  struct ito__stack *out)
 {
-    if (c && c->n && size == ito__stack_default_size) {
-        *out = c->s[--c->n];
+    if (ITO_LIKELY(!size && c && c->spare > 0)) {
+        c->spare--;
         return 0;
     }
-    return ito__stack_get_slow(vp, size, out);
+    return ito__stack_promise_slow(vp, size ? size : ito__stack_default_size, out);
 }
 
-/* Give a stack back to the cache or the pools. */
-static inline void ito__stack_put(struct ito__vproc *vp, struct ito__stack_cache *c, struct ito__stack *s)
+/* ito__stack_promise's quick case: true if the cache had a spare promise of
+ * a default-size stack, now taken. */
+ITO_INLINE bool ito__stack_promise_spare(struct ito__stack_cache *c)
 {
-    if (c && c->n < ITO__STACK_CACHE && s->size == ito__stack_default_size) {
+    if (c->spare <= 0)
+        return false;
+    c->spare--;
+    return true;
+}
+
+/* At the first run on vproc vp: take the default-size stack promised to the
+ * thread. Cannot fail. */
+ITO_INLINE void ito__stack_take(struct ito__vproc *vp, struct ito__stack_cache *c, struct ito__stack *out)
+{
+    if (ITO_LIKELY(c && c->n && c->spare < 2 * ITO__STACK_PROMISES)) {
+        *out = c->s[--c->n];
+        c->spare++;   /* (the thread's promise stands for the stack now) */
+        return;
+    }
+    ito__stack_take_slow(vp, out);
+}
+
+/* Give a stack back (with its promise, if of the default size) to the cache
+ * or the pools. */
+ITO_INLINE void ito__stack_put(struct ito__vproc *vp, struct ito__stack_cache *c, struct ito__stack *s)
+{
+    if (ITO_LIKELY(c && c->n < ITO__STACK_CACHE && s->size == ito__stack_default_size &&
+                   !atomic_load_explicit(&ito__stacks_short, memory_order_relaxed))) {
         c->s[c->n++] = *s;
         return;
     }
     ito__stack_put_slow(vp, s);
+}
+
+/* A thread promised a default-size stack ends without having taken it (it
+ * ran inline on its joiner's stack): its promise goes to vproc vp, whose
+ * cache is c (ito__stack_unpromise_slow where there may be none). */
+ITO_INLINE void ito__stack_unpromise(struct ito__vproc *vp, struct ito__stack_cache *c)
+{
+    if (ITO_LIKELY(c->spare < 2 * ITO__STACK_PROMISES)) {
+        c->spare++;
+        return;
+    }
+    ito__stack_unpromise_slow(vp);
 }
 /* Map a standalone guarded stack (for continuations and scheduler contexts). */
 int ito__stack_map_standalone(size_t size, struct ito__stack *out, void **mapping, size_t *mapping_size);
@@ -78,8 +132,9 @@ void ito__stack_overflowed(size_t requested, uint32_t thread_index, const char *
  * (ITO_STACK_MIN is this size). */
 #define ITO__STACK_MARGIN (16u * 1024)
 struct ito__stack_cache *ito__stack_cache_create(void);
-/* The child of fork: an empty pool, its lock free (runtime/fork.c). */
-void ito__stacks_forked(void);
+/* The child of fork: an empty pool, its lock free; `kept` is the forking
+ * thread's stack, which it keeps (runtime/fork.c). */
+void ito__stacks_forked(const struct ito__stack *kept);
 /* Round a requested size to whole pages. */
 size_t ito__stack_round(size_t size);
 /* Below a stack without a guard page of ours (main's kernel stack, whose

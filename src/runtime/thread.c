@@ -3,11 +3,13 @@
  * Threads: the public thread API on top of descriptors (handle.c), the
  * scheduler (sched.c) and waiting (runtime/wait.c).
  *
- * Spawning allocates a descriptor from the vproc's cache and hands it to the
- * policy as NEW: no stack, no context yet (start_frame in sched.c gives it
- * both when it first runs). Exiting publishes the result, wakes the joiner
- * (or frees a detached thread) and leaves the stack to the next context on
- * the vproc (handover), because the exiting thread is still standing on it.
+ * Spawning allocates a descriptor from the vproc's cache, takes the promise
+ * of a stack (stack.c: running out of memory is EAGAIN here, never a failure
+ * of the thread later), and hands the thread to the policy as NEW: no stack,
+ * no context yet (start_frame in sched.c gives it both when it first runs).
+ * Exiting publishes the result, wakes the joiner (or frees a detached
+ * thread) and leaves the stack to the next context on the vproc (handover),
+ * because the exiting thread is still standing on it.
  *
  * Join, detach, exit and futures race on the ctl word (thread.h): whoever
  * sets EXITED while JOINED is set, or JOINED while EXITED is set, knows the
@@ -196,6 +198,24 @@ ITO_API int ito_attr_get_group(const ito_attr_t *a, ito_group_t **g)
 
 /* ------------------------------------------------------------- spawning */
 
+/* The stack of a new thread t, where it is not simply one of the vproc's
+ * spare promises: its caller's, one larger than the default (mapped now), or
+ * a promise from the pool (stack.c). 0 or ENOMEM. */
+static ITO_NOINLINE int spawn_stack(struct ito__vproc *vp, struct ito__thread *t, size_t mapped,
+                                    const struct ito__spawn_extra *x, size_t *stack_size)
+{
+    if (x && x->stack_lo) {
+        t->stack = (struct ito__stack){ .lo = x->stack_lo, .size = x->stack_size, .flags = ITO__STACK_CALLER };
+        t->flags |= ITO__TF_OWN_STACK;   /* not pooled, no guard page of ours */
+        *stack_size = x->stack_size;
+        return 0;
+    }
+    int e = ito__stack_promise(vp, vp ? vp->stacks : NULL, mapped, &t->stack);
+    if (!e && t->stack.lo)
+        t->flags |= ITO__TF_OWN_STACK;
+    return e;
+}
+
 /* Every field as the setters leave it: the fields are public to the
  * compiler, and one written directly (a 4 KiB stack, priority 99, a name
  * without its NUL) must fail here, not later inside the thread. */
@@ -213,13 +233,15 @@ int ito__spawn(uint64_t *id_out, const ito_attr_t *attr, void *(*fn)(void *), vo
     uintptr_t tp = x ? x->tp : 0;
     if (!fn)
         return EINVAL;
-    size_t stack_size = ito__rt.stack_size;
+    size_t stack_size = ito__rt.stack_size, stack_mapped = 0;   /* 0: promised (stack.h) */
     int prio = ITO_PRIO_DEFAULT, pref = -1;
     const char *name = NULL;
     ito_group_t *group = NULL;
     if (attr) {
         if (ITO_UNLIKELY(!attr_valid(attr)))
             return EINVAL;
+        if (ITO_UNLIKELY(attr->stack_size_ > stack_size))
+            stack_mapped = ito__stack_reserve(ito__stack_round(attr->stack_size_));
         if (attr->stack_size_)
             stack_size = ito__stack_round(attr->stack_size_);
         prio = attr->priority_;
@@ -244,16 +266,16 @@ int ito__spawn(uint64_t *id_out, const ito_attr_t *attr, void *(*fn)(void *), vo
         }
         own_tp = true;
     }
-    ito__critical_enter();   /* the vproc's descriptor cache and ready queue */
+    ito__critical_enter();   /* the vproc's caches and ready queue */
     struct ito__vproc *vp = ito__vproc_self();
     struct ito__thread *t = ito__thread_alloc(vp);
-    if (!t) {
-        ito__critical_exit();
-        if (grp)
-            ito__group_discharge(grp);
-        if (own_tp)
-            ito__hooks.tp_done(tp);
-        return EAGAIN;
+    if (!t)
+        goto lacking;
+    /* Its stack: promised (the descriptor's is NULL), or one of its own. */
+    if (ITO_UNLIKELY(stack_mapped || (x && x->stack_lo) || !vp || !ito__stack_promise_spare(vp->stacks)) &&
+        spawn_stack(vp, t, stack_mapped, x, &stack_size)) {
+        ito__thread_unalloc(t);
+        goto lacking;
     }
     t->tp = tp;
     /* The descriptor is clean (thread.h): set only what this thread chose. */
@@ -273,12 +295,6 @@ int ito__spawn(uint64_t *id_out, const ito_attr_t *attr, void *(*fn)(void *), vo
     if (ITO_UNLIKELY(x && x->cpus))
         ito__thread_set_cpus(t, x->cpus);   /* (before it is ready: its first place) */
     t->stack_size = stack_size;
-    if (ITO_UNLIKELY(x && x->stack_lo)) {
-        t->stack.lo = x->stack_lo;   /* not pooled, no guard page of ours */
-        t->stack.size = x->stack_size;
-        t->stack.flags = ITO__STACK_CALLER;
-        t->stack_size = x->stack_size;
-    }
     if (ITO_UNLIKELY(name && name[0]))
         memcpy(t->name, name, ITO_NAME_MAX);
 
@@ -295,6 +311,14 @@ int ito__spawn(uint64_t *id_out, const ito_attr_t *attr, void *(*fn)(void *), vo
     ito__ready(t, ITO_READY_SPAWN);
     ito__critical_exit();
     return 0;
+
+lacking:
+    ito__critical_exit();
+    if (grp)
+        ito__group_discharge(grp);
+    if (own_tp)
+        ito__hooks.tp_done(tp);
+    return EAGAIN;
 }
 
 
@@ -643,14 +667,27 @@ static int set_entry_locked(struct ito__thread *t, void *(*fn)(void *), void *ar
          * Acquire pairs with the store of ctx.sp in ito__ctx_jump. */
         if (!__atomic_load_n(&t->ctx.sp, __ATOMIC_ACQUIRE))
             return EBUSY;
+        /* Main's kernel stack (or a caller's): start anew on a pooled one,
+         * promised now as at a spawn. Under t->lk, so in a critical section:
+         * the vproc's cache is ours. */
+        bool moved = !t->inl && !(t->stack.flags & ITO__STACK_POOLED);
+        struct ito__stack fresh = { 0 };
+        if (moved) {
+            struct ito__vproc *vp = ito__vproc_self();
+            size_t mapped = t->stack_size > ito__rt.stack_size ? ito__stack_reserve(t->stack_size) : 0;
+            if (ito__stack_promise(vp, vp ? vp->stacks : NULL, mapped, &fresh))
+                return ENOMEM;
+        }
         ito__tsan_acquire(&t->ctx);
         t->ctx.sp = NULL;
         t->started = false;
         t->asan_fake_stack = NULL;
         if (t->inl)
             ito__inline_detach(t);   /* it ran on its joiner's stack: move it off */
-        else if (!(t->stack.flags & ITO__STACK_POOLED))
-            t->stack.lo = NULL;   /* main's kernel stack: start anew on a pooled one */
+        else if (moved) {
+            t->stack = fresh;   /* (lo NULL if promised: taken at its next run) */
+            t->flags = (uint8_t)((t->flags & ~ITO__TF_OWN_STACK) | (fresh.lo ? ITO__TF_OWN_STACK : 0));
+        }
     }
     t->fn = fn;
     t->arg = arg;
@@ -677,7 +714,7 @@ ITO_API int ito_set_entry(ito_thread_t th, void *(*fn)(void *), void *arg)
             continue;
         }
         if (e != EBUSY || tries == 64)
-            return e;
+            return e == ENOMEM ? EAGAIN : e;   /* ENOMEM: no stack (EAGAIN means "fence" here) */
         if (tries < 16)
             ito__cpu_relax();
         else

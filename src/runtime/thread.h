@@ -11,7 +11,8 @@
  *      │               └──exit──> EXITED
  *      └─(queued, suspend requested)──> SUSPENDED      READY ──pick, suspend requested──> SUSPENDED
  *
- * NEW and READY threads sit in a ready queue; NEW ones own no stack yet.
+ * NEW and READY threads sit in a ready queue; NEW ones hold the promise of a
+ * stack (or, rarely, a stack: stack.c) but no context yet.
  * Who may change the state: the thread itself while RUNNING; the vproc that
  * took it out of a ready queue (NEW/READY -> RUNNING/SUSPENDED); the single
  * waker that ended its wait (BLOCKED -> READY); ito_resume under t->lk
@@ -73,6 +74,8 @@ static inline uint32_t ito__ctl_pins(uint64_t ctl) { return (uint32_t)ctl >> ITO
 enum {
     ITO__TF_MAIN = 1u << 0,        /* the adopted initial kernel thread's context */
     ITO__TF_UNBLOCKED = 1u << 1,   /* back from a handed-off kernel call: report it (event.c) */
+    ITO__TF_OWN_STACK = 1u << 2,   /* a stack of its own from its spawn (larger than the
+                                      default, or its caller's), not the promise of one (stack.c) */
 };
 
 struct ito__vproc;
@@ -257,6 +260,8 @@ static inline struct ito__thread *ito__handle_lookup(uint64_t id, uint64_t *ctl_
  * (ito__thread_free resets what running changed). */
 struct ito__thread *ito__thread_alloc(struct ito__vproc *vp);
 void ito__thread_free(struct ito__vproc *vp, struct ito__thread *t);
+/* Give back a descriptor that ito__thread_alloc gave and nobody saw. */
+void ito__thread_unalloc(struct ito__thread *t);
 /* ito__thread_free to the calling vproc's cache (or the shared pool). */
 void ito__thread_free_here(struct ito__thread *t);
 /* The child of fork: forget the shared free list (runtime/fork.c). */
@@ -300,11 +305,12 @@ int ito__sleep_until(uint64_t deadline);
 /* Wait until t has exited (t must be pinned: joined, or a touched future). MAY SWITCH. */
 void ito__thread_wait_exit(struct ito__thread *t);
 /* inline.c: running a joined thread that has not started on the joiner's stack */
-/* Room on self's stack for t's entire stack, plus a page for our own frames. */
+/* t has only the promise of a stack (a stack of its own is used there), and
+ * self's stack has room for t's entire stack, plus a page for our frames. */
 static inline bool ito__join_inline_fits(const struct ito__thread *self, const struct ito__thread *t)
 {
-    if (ITO_OWN_TLS)
-        return false;   /* the child would run on its joiner's thread pointer */
+    if (ITO_OWN_TLS || (t->flags & ITO__TF_OWN_STACK))
+        return false;   /* (with ITO_OWN_TLS it would run on its joiner's thread pointer) */
     uintptr_t sp = (uintptr_t)ito__arch_sp(), lo = (uintptr_t)self->stack.lo;
     return self->stack.lo && sp > lo && sp - lo >= t->stack_size + 4096;
 }
