@@ -43,9 +43,10 @@
  * (longest_gap_ms, to the watchdog's 20 ms).
  *
  * Settings (argv[1] overrides SOAK_SECONDS):
- *   SOAK_SECONDS  how long the workload runs (3 s)
+ *   SOAK_SECONDS  how long the workload runs (3 s; 2 s in sanitizer builds)
  *   SOAK_STALL_S  how long a part may make no progress: 5 s, or half the
- *                 run when that is shorter (1.5 s in `make test`)
+ *                 run when that is shorter (1.5 s in `make test`, 1 s in
+ *                 its sanitizer builds)
  *   SOAK_END_S    how long the end may take, from the stop to the last
  *                 join (10 s): every part finishes its work in hand (the
  *                 consumers empty the queue, the readers their pipes)
@@ -766,7 +767,7 @@ static double env_seconds(const char *name, double dflt)
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
-    double seconds = env_seconds("SOAK_SECONDS", 3);
+    double seconds = env_seconds("SOAK_SECONDS", TEST_SANITIZED ? 2 : 3);
     if (argc > 1) {
         char *end;
         seconds = strtod(argv[1], &end);
