@@ -62,7 +62,9 @@ run() {
 # kv FILE PREFIX KEY: the value of KEY= on the line starting with PREFIX.
 kv() { grep -h "^$2" "$1" 2>/dev/null | tail -1 | tr ' ' '\n' | sed -n "s/^$3=//p"; }
 
-echo "soak: ${secs} s of the mixed workload under each of: $policies ($(nproc) CPUs, $(date -u +%Y-%m-%dT%H:%MZ))"
+load0=$(cut -d' ' -f1-3 /proc/loadavg)
+t_start=$(date +%s)
+echo "soak: ${secs} s of the mixed workload under each of: $policies ($(nproc) CPUs, $(date -u +%Y-%m-%dT%H:%MZ), load average $load0)"
 table="| policy | result | queue items | spawn/join | semaphore ops | ping-pong | sleeps (latest, µs) | pipe words | longest stall (ms) | s |
 |---|---|---|---|---|---|---|---|---|---|"
 for p in $policies; do
@@ -128,7 +130,12 @@ fi
 
 report="## make soak, $(date -u +%Y-%m-%d), $(nproc) CPUs
 
-\`SOAK_SECONDS=$secs make soak\` — the mixed workload (tests/soak/soak.c) under each policy:
+\`SOAK_SECONDS=$secs SOAK_KILLS=$kills SOAK_SIGNALS=$signals SOAK_FORK_RUNS=$fork_runs make soak\`: $(( $(date +%s) - t_start )) s in all;
+load average (1, 5, 15 min) $load0 at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end.
+
+The mixed workload (tests/soak/soak.c) under each policy (sleeps: the latest, in µs, after the
+count; the longest stall: the longest time a part made no progress, less the time the machine
+held the process back):
 
 $table
 
