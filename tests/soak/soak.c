@@ -20,27 +20,30 @@
  *             arrives in order, and the reader gets what the writer wrote.
  *   main      main's own sleep to the end of the run.
  *
- * A watchdog (a POSIX thread: it must not depend on ito's scheduling) looks
- * at every part's count each 20 ms: a part whose count has not moved for
- * the stall time fails the run, naming the part (exit 1); so does an end
- * (every thread joined) that takes longer than SOAK_END_S. Before it
- * exits it asks ito for a thread dump (ITO_DUMP_SIGNAL, SIGQUIT unless the
- * environment names another). The watchdog runs SCHED_FIFO where it may
- * (root, RLIMIT_RTPRIO). A tick of more than 250 ms (the watchdog itself
- * kept off the CPUs: the process stopped, the machine swamped; its own
- * threads were most likely kept off as long) counts as no one's stall; so
- * does the time the process's kernel threads spent ready but waiting for a
- * CPU that the machine gave to other work (run_delay in
- * /proc/self/task/TID/schedstat, summed over them; sampled every 100 ms):
- * a stall is time the machine did not hold the process back and a part did
- * not move. (SOAK_CREDIT=vproc credits that sum divided by the vprocs: a
- * vproc that sleeps while another is kept off its CPU then counts, which
- * finds the defect described in docs/reliability.md; SOAK_CREDIT=none
- * credits nothing.)
- * A stall's message says what the process got meanwhile; the figures say
- * how much time was credited (watchdog_late_ms, cpu_wait_ms). The longest
- * time each part went without progress, less those credits, is reported
- * (longest_gap_ms, to the watchdog's 20 ms).
+ * A watchdog (a POSIX thread: it must not depend on ito's scheduling; it
+ * runs SCHED_FIFO where it may) looks at every part's count each 20 ms. A
+ * part fails the run (exit 1, naming it) when its count has not moved
+ *   - starved: while the process ran the stall time's worth of CPU time on
+ *     each vproc (CLOCK_PROCESS_CPUTIME_ID: 2 x 1.5 s on 2 vprocs in make
+ *     test) — the process computed, the part did not; a machine busy with
+ *     other work only makes this take longer in wall time;
+ *   - stuck: for the stall time of wall time, less the time the machine held
+ *     the process back — the time its kernel threads spent ready but
+ *     waiting for a CPU (run_delay in /proc/self/task/TID/schedstat, summed
+ *     over them, sampled every 100 ms), and any tick of the watchdog itself
+ *     more than 250 ms late (the process stopped, the machine swamped). This
+ *     finds a part that waits for what never comes, which uses no CPU time.
+ *     SOAK_CREDIT=vproc credits the waiting divided by the vprocs, and finds
+ *     more (a vproc that sleeps while another is kept off its CPU, see
+ *     docs/reliability.md); SOAK_CREDIT=none credits nothing.
+ * An end (from the stop to the last join) longer than SOAK_END_S fails the
+ * run too. Before it exits the watchdog prints what the process and each of
+ * its kernel threads got meanwhile, and asks ito for a thread dump
+ * (ITO_DUMP_SIGNAL, SIGQUIT unless the environment names another). The
+ * figures give each part's longest time without progress, both ways
+ * (longest_gap_ms, less the credits; longest_cpu_gap_ms, CPU time per vproc;
+ * to the watchdog's 20 ms), and the time credited (cpu_wait_ms,
+ * watchdog_late_ms).
  *
  * Settings (argv[1] overrides SOAK_SECONDS):
  *   SOAK_SECONDS  how long the workload runs (3 s; 2 s in sanitizer builds)
@@ -50,7 +53,7 @@
  *   SOAK_END_S    how long the end may take, from the stop to the last
  *                 join (10 s): every part finishes its work in hand (the
  *                 consumers empty the queue, the readers their pipes)
- *   SOAK_CREDIT   all (the default), vproc or none: see above
+ *   SOAK_CREDIT   all (the default), vproc or none: the credit of "stuck"
  *   SOAK_SEED     the random seed (the process ID)
  * At the end one line of figures per part (key=value), then one summary
  * line "soak: result=ok ..." that scripts/soak.sh reads. */
@@ -76,6 +79,7 @@ static atomic_bool stop;                    /* main: the run is over, finish */
 static atomic_int phase;                    /* 0 running, 1 ending (joins), 2 done */
 static uint64_t stall_ns, end_ns;
 static _Atomic uint64_t longest_gap_ns[NPARTS];   /* watchdog: the longest time each part made no progress */
+static _Atomic uint64_t longest_cpu_gap_ns[NPARTS];   /* the same in the process's CPU time per vproc */
 static _Atomic uint64_t unseen_ns;   /* watchdog: the time it woke late, counted as no one's stall */
 enum { TICK_NS = 20 * 1000 * 1000 };   /* watchdog: how often it looks */
 enum { LATE_NS = 250 * 1000 * 1000 };  /* a tick this long: the watchdog did not see it */
@@ -259,6 +263,13 @@ static void describe_since(uint64_t t, FILE *f)
     }
 }
 
+static uint64_t process_cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 static void *watchdog(void *arg)
 {
     (void)arg;
@@ -267,11 +278,16 @@ static void *watchdog(void *arg)
      * do not keep it waiting; it runs for microseconds every 20 ms. */
     struct sched_param sp = { .sched_priority = 1 };
     watchdog_rt = pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp) == 0;
-    uint64_t last[NPARTS], since[NPARTS], now = mono_ns(), end_began = 0, ticks = 0;
+    /* Per part: its count when last seen to move; since when (wall time,
+     * and wall time less the credits); the process's CPU time then. */
+    uint64_t last[NPARTS], since[NPARTS], moved[NPARTS], cpu_since[NPARTS];
+    uint64_t now = mono_ns(), end_began = 0, ticks = 0, cpu = process_cpu_ns();
+    uint64_t nv = (uint64_t)ito_vproc_count();
     take_sample(&samples[nsamples++], now);
     for (int p = 0; p < NPARTS; p++) {
         last[p] = atomic_load(&progress[p]);
-        since[p] = now;
+        since[p] = moved[p] = now;
+        cpu_since[p] = cpu;
     }
     for (;;) {
         struct timespec tick = { 0, TICK_NS };
@@ -329,16 +345,30 @@ static void *watchdog(void *arg)
             if (end_began)
                 end_began = end_began + credit < now ? end_began + credit : now;
         }
+        cpu = process_cpu_ns();
         for (int p = 0; p < NPARTS; p++) {
             uint64_t v = atomic_load(&progress[p]);
             if (now - since[p] > atomic_load(&longest_gap_ns[p]))
                 atomic_store(&longest_gap_ns[p], now - since[p]);
+            if ((cpu - cpu_since[p]) / nv > atomic_load(&longest_cpu_gap_ns[p]))
+                atomic_store(&longest_cpu_gap_ns[p], (cpu - cpu_since[p]) / nv);
             if (v != last[p]) {
                 last[p] = v;
-                since[p] = now;
+                since[p] = moved[p] = now;
+                cpu_since[p] = cpu;
+            } else if (cpu - cpu_since[p] > stall_ns * nv) {
+                /* Starved: the process computed, the part did not move. */
+                describe_since(moved[p], stderr);
+                stalled("part '%s' made no progress while the process ran %.1f s of CPU time on its %d vprocs "
+                        "(%.1f s of wall time; count %llu)", part_name[p], (cpu - cpu_since[p]) / 1e9, (int)nv,
+                        (now - moved[p]) / 1e9, (unsigned long long)v);
             } else if (now - since[p] > stall_ns) {
-                describe_since(since[p], stderr);
-                stalled("part '%s' made no progress for %.1f s (count %llu)", part_name[p], (now - since[p]) / 1e9,
+                /* Stuck: no progress for the stall time, less the time the
+                 * machine held the process back (a part that waits for
+                 * nothing that will come uses no CPU time). */
+                describe_since(moved[p], stderr);
+                stalled("part '%s' made no progress for %.1f s (%.1f s less the time the machine held the process "
+                        "back; count %llu)", part_name[p], (now - moved[p]) / 1e9, (now - since[p]) / 1e9,
                         (unsigned long long)v);
             }
         }
@@ -664,6 +694,9 @@ static void figures(FILE *f)
     fprintf(f, "soak: longest_gap_ms");
     for (int p = 0; p < NPARTS; p++)
         fprintf(f, " %s=%.0f", part_name[p], atomic_load(&longest_gap_ns[p]) / 1e6);
+    fprintf(f, "\nsoak: longest_cpu_gap_ms");
+    for (int p = 0; p < NPARTS; p++)
+        fprintf(f, " %s=%.0f", part_name[p], atomic_load(&longest_cpu_gap_ns[p]) / 1e6);
     fprintf(f, "\n");
     if (atomic_load(&phase) < 2) {
         fprintf(f, "soak: counts so far:");
@@ -695,16 +728,19 @@ static void figures(FILE *f)
             late_max / 1e3, (unsigned long long)min_of(sleeps, NSLEEP));
     fprintf(f, "soak: part=pipe bytes=%llu words=%llu pairs=%d reads=%llu writes=%llu\n", (unsigned long long)pb,
             (unsigned long long)(pb / 8), NPIPES, (unsigned long long)pr, (unsigned long long)pw);
-    uint64_t gap = 0;
-    for (int p = 0; p < NPARTS; p++)
+    uint64_t gap = 0, cgap = 0;
+    for (int p = 0; p < NPARTS; p++) {
         if (atomic_load(&longest_gap_ns[p]) > gap)
             gap = atomic_load(&longest_gap_ns[p]);
+        if (atomic_load(&longest_cpu_gap_ns[p]) > cgap)
+            cgap = atomic_load(&longest_cpu_gap_ns[p]);
+    }
     fprintf(f,
             "soak: result=ok policy=%s vprocs=%d seed=%llu seconds=%.2f queue_items=%llu spawn_joins=%llu sem_ops=%llu "
-            "pingpong=%llu sleeps=%llu sleep_late_max_us=%.0f pipe_words=%llu longest_gap_ms=%.0f watchdog=%s watchdog_late_ms=%.0f cpu_wait_ms=%.0f\n",
+            "pingpong=%llu sleeps=%llu sleep_late_max_us=%.0f pipe_words=%llu longest_gap_ms=%.0f longest_cpu_gap_ms=%.0f watchdog=%s watchdog_late_ms=%.0f cpu_wait_ms=%.0f\n",
             ito_policy_name(), ito_vproc_count(), (unsigned long long)seed0, seconds_run, (unsigned long long)items, (unsigned long long)sp,
             (unsigned long long)so, (unsigned long long)pings, (unsigned long long)sl, late_max / 1e3,
-            (unsigned long long)(pb / 8), gap / 1e6, watchdog_rt ? "fifo" : "other", atomic_load(&unseen_ns) / 1e6,
+            (unsigned long long)(pb / 8), gap / 1e6, cgap / 1e6, watchdog_rt ? "fifo" : "other", atomic_load(&unseen_ns) / 1e6,
             atomic_load(&waited_ns) / 1e6);
 }
 
