@@ -65,18 +65,23 @@ kv() { grep -h "^$2" "$1" 2>/dev/null | tail -1 | tr ' ' '\n' | sed -n "s/^$3=//
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
 t_start=$(date +%s)
 echo "soak: ${secs} s of the mixed workload under each of: $policies ($(nproc) CPUs, $(date -u +%Y-%m-%dT%H:%MZ), load average $load0)"
-table="| policy | result | queue items | spawn/join | semaphore ops | ping-pong | sleeps (latest, µs) | pipe words | longest stall (ms) | s |
+table="| policy | result | queue items | spawn/join | semaphore ops | ping-pong | sleeps (latest, µs) | pipe words | longest stall, wall / CPU (ms) | s |
 |---|---|---|---|---|---|---|---|---|---|"
+failures=""
 for p in $policies; do
     run "soak-$p" $((secs + 120)) ITO_POLICY="$p" SOAK_SECONDS="$secs" ${SOAK_STALL_S:+SOAK_STALL_S=$SOAK_STALL_S} -- "$bin/test_soak"
     f=$out/soak-$p.log
     if [ $rc -eq 0 ]; then
         res=ok
-        row="| $p | ok | $(kv "$f" 'soak: result' queue_items) | $(kv "$f" 'soak: result' spawn_joins) | $(kv "$f" 'soak: result' sem_ops) | $(kv "$f" 'soak: result' pingpong) | $(kv "$f" 'soak: result' sleeps) ($(kv "$f" 'soak: result' sleep_late_max_us)) | $(kv "$f" 'soak: result' pipe_words) | $(kv "$f" 'soak: result' longest_gap_ms) | $took |"
+        row="| $p | ok | $(kv "$f" 'soak: result' queue_items) | $(kv "$f" 'soak: result' spawn_joins) | $(kv "$f" 'soak: result' sem_ops) | $(kv "$f" 'soak: result' pingpong) | $(kv "$f" 'soak: result' sleeps) ($(kv "$f" 'soak: result' sleep_late_max_us)) | $(kv "$f" 'soak: result' pipe_words) | $(kv "$f" 'soak: result' longest_gap_ms) / $(kv "$f" 'soak: result' longest_cpu_gap_ms) | $took |"
     else
-        why=$(grep -h -o "STALL.*\|FAILED.*" "$f" | head -1 | cut -c1-120)
+        # The counts when it failed; the message below the table.
+        why=$(grep -h -o "STALL.*\|FAILED.*\|CHECK.*" "$f" | head -1)
         c=$(grep -h '^soak: counts so far' "$f" | tail -1)
-        row="| $p | **failed**: ${why:-exit status $rc} | $(echo "$c" | tr ' ' '\n' | sed -n 's/^queue=//p') | $(echo "$c" | tr ' ' '\n' | sed -n 's/^spawn=//p') | $(echo "$c" | tr ' ' '\n' | sed -n 's/^sem=//p') | $(echo "$c" | tr ' ' '\n' | sed -n 's/^pingpong=//p') | $(echo "$c" | tr ' ' '\n' | sed -n 's/^sleep=//p') | (bytes) $(echo "$c" | tr ' ' '\n' | sed -n 's/^pipe=//p') | | $took |"
+        cv() { echo "$c" | tr ' ' '\n' | sed -n "s/^$1=//p"; }
+        pw=$(cv pipe)
+        row="| $p | **failed** (below) | $(cv queue) | $(cv spawn) | $(cv sem) | $(cv pingpong) | $(cv sleep) | ${pw:+$((pw / 8))} | | $took |"
+        failures+=$'\n'"- $p: ${why:-exit status $rc} ($out/soak-$p.log)"
     fi
     table+=$'\n'"$row"
     echo "$row"
@@ -86,7 +91,7 @@ echo "soak: a sharing peer killed $kills times"
 run peer_kill $((kills * 25 + 60)) SOAK_KILLS="$kills" -- "$bin/test_peer_kill"
 pk=$out/peer_kill.log
 if [ $rc -eq 0 ]; then
-    pkrow="| sharing peer killed (SIGKILL) | $(kv "$pk" 'peer_kill: result' kills) kills, $(kv "$pk" 'peer_kill: result' survived) survived; $(kv "$pk" 'peer_kill: result' shared_at_kill) while sharing: all CPUs back in $(kv "$pk" 'peer_kill: result' recovery_ms_min) / $(kv "$pk" 'peer_kill: result' recovery_ms_median) / $(kv "$pk" 'peer_kill: result' recovery_ms_max) ms (min/median/max) | $took |"
+    pkrow="| sharing peer killed (SIGKILL) | $(kv "$pk" 'peer_kill: result' kills) kills, $(kv "$pk" 'peer_kill: result' survived) survived; of the $(kv "$pk" 'peer_kill: result' shared_at_kill) while sharing (the others before the peer had joined), all CPUs back in $(kv "$pk" 'peer_kill: result' recovery_ms_min) / $(kv "$pk" 'peer_kill: result' recovery_ms_median) / $(kv "$pk" 'peer_kill: result' recovery_ms_max) ms (min/median/max) | $took |"
 elif [ $rc -eq 77 ]; then
     pkrow="| sharing peer killed (SIGKILL) | skipped: $(tail -1 "$pk") | $took |"
 else
@@ -134,11 +139,14 @@ report="## make soak, $(date -u +%Y-%m-%d), $(nproc) CPUs
 load average (1, 5, 15 min) $load0 at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end.
 
 The mixed workload (tests/soak/soak.c) under each policy (sleeps: the latest, in µs, after the
-count; the longest stall: the longest time a part made no progress, less the time the machine
-held the process back):
+count; the longest stall: the longest time a part made no progress, in wall time less the time
+the machine held the process back, and in the process's CPU time per vproc):
 
 $table
-
+${failures:+
+Failed (the counts above are those at the failure):
+$failures
+}
 | test | result | s |
 |---|---|---|
 $pkrow
