@@ -275,7 +275,8 @@ static void *watchdog(void *arg)
     (void)arg;
     self_tid = (int)syscall(SYS_gettid);
     /* Real-time where allowed (root, or RLIMIT_RTPRIO), so that busy threads
-     * do not keep it waiting; it runs for microseconds every 20 ms. */
+     * do not keep it waiting; it runs for microseconds every 20 ms, and
+     * reads /proc/self/task every 100 ms. */
     struct sched_param sp = { .sched_priority = 1 };
     watchdog_rt = pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp) == 0;
     /* Per part: its count when last seen to move; since when (wall time,
