@@ -2,6 +2,7 @@
 # ito — the two commands of the README, and a few more.
 #   make run      build in release mode and run the benchmark suite (report/REPORT.md)
 #   make test     build and pass every test: plain, ASan+UBSan and TSan builds
+#   make soak     the reliability suite for minutes (docs/reliability.md)
 #   make install PREFIX=/usr/local
 # Options: FULL=1 (make run: the long version), JOBS=n, BUILD=dir.
 
@@ -12,7 +13,7 @@ PREFIX ?= /usr/local
 PYTHON ?= $(shell [ -x /usr/bin/python3 ] && echo /usr/bin/python3 || echo python3)
 CMAKE_GEN = -G Ninja
 
-.PHONY: run test install build deps-build deps-test deps-run test-plain test-asan test-tsan clean
+.PHONY: run test soak install build deps-build deps-test deps-run test-plain test-asan test-tsan clean
 
 deps-build: ; @scripts/deps.sh build
 deps-test:  ; @scripts/deps.sh test
@@ -51,6 +52,13 @@ test-tsan: deps-test $(BUILD)/tsan/build.ninja
 
 test: test-plain test-asan test-tsan
 	@echo "ito: all test builds passed (plain, ASan+UBSan, TSan)"
+
+# The reliability suite of tests/soak/ for minutes, with a table of figures
+# (scripts/soak.sh says what it runs; SOAK_SECONDS=120 per policy, ...).
+SOAK_TESTS = test_soak test_peer_kill test_signal_storm test_exhaust test_fork_busy
+soak: deps-test $(BUILD)/test/build.ninja
+	cmake --build $(BUILD)/test -j $(JOBS) --target $(SOAK_TESTS)
+	scripts/soak.sh $(BUILD)/test
 
 install: build
 	cmake --install $(BUILD)/release --prefix $(PREFIX)
