@@ -20,16 +20,18 @@
  *         foreign  ito_sem_post from a pthread that ito did not create
  *         spawn    the first vproc's computing thread spawns a (detached)
  *                  urgent thread; from the spawn to its first instruction
- *         raise    a thread at priority 0 that waits in a ready queue (it
- *                  yields behind the computing threads) is given
- *                  ito_set_priority(ITO_PRIO_MAX) by the first vproc's
- *                  computing thread; from the call to it running
+ *         raise    a thread at priority 0 that computes beside the others
+ *                  (V + 1 of them on V vprocs: one always waits in a ready
+ *                  queue after its slice) is given ito_set_priority(
+ *                  ITO_PRIO_MAX) by the first vproc's computing thread while
+ *                  it waits (its heartbeat is 200 us old); from the call to
+ *                  the first instruction it runs after it
  *         raise-foreign  the same call from a pthread ito did not create
  *       The policy is ITO_POLICY's (the priority promise is prio's and
  *       prio-shared's). POSIX threads: sem, cond, timer (clock_nanosleep),
  *       io (read) and foreign (sem_post from a separate pthread).
- *       `samples`, `p50_us`, `p99_us`, `max_us`, `mean_us`; raise: `turns`
- *       (times the waiting thread ran by its own turn before a raise).
+ *       `samples`, `p50_us`, `p99_us`, `max_us`, `mean_us`; raise: `raced`
+ *       (raises that found the thread running after all: not samples).
  *   wakeup --mode timer --impl ito|pthread [--busy B] [--busy-kind spin|yield|park]
  *          [--sleepers S] [--sleep-us U] [--ms D] [--cpus C]
  *       B busy threads (default 2 x CPUs; 0: none) at the default priority:
@@ -316,6 +318,19 @@ static void burn_us(uint64_t us)
 /* -------------------------------------------------- the end of a run */
 
 static xsem_t done;
+static atomic_int started;              /* measuring threads that have begun */
+
+/* Wait until n measuring threads have begun (before the busy threads start,
+ * so that every one of them is asleep or waiting when the window closes). */
+static void wait_started(int n)
+{
+    while (atomic_load(&started) < n) {
+        if (use_ito)
+            ito_sleep_ns(50000);
+        else
+            usleep(50);
+    }
+}
 
 /* Close the window: stop the threads, wake main (once). */
 static void finish(void)
@@ -418,9 +433,11 @@ static int pfd[2];
 static atomic_long live_children;       /* spawn: urgent threads not yet ended */
 static ito_attr_t child_attr;
 static ito_thread_t target;             /* raise: the waiting thread */
-enum { R_IDLE, R_ARMED, R_RAISING, R_RAISED };
-static atomic_int rstate;
-static atomic_long turns;               /* raise: the target ran by its own turn */
+enum { R_IDLE, R_RAISING, R_RAISED };
+static atomic_int rstate;               /* raise: the raiser's progress (the target resets it) */
+static _Atomic uint64_t t_heartbeat;    /* raise: when the target last ran */
+static atomic_long raced;               /* raise: the target turned out to be running */
+enum { STALE_NS = 200000, GAP_NS = 50000 };   /* not running for 200 us: waiting; a gap: 50 us */
 
 static void *child(void *arg)
 {
@@ -435,7 +452,7 @@ static void *child(void *arg)
 }
 
 /* Make the urgent thread ready by the path measured; false if it was not
- * waiting yet (try again later). */
+ * waiting yet (cond: not in its wait; raise: running). */
 static bool fire(void)
 {
     switch (path) {
@@ -468,10 +485,11 @@ static bool fire(void)
         return true;
     case P_RAISE:
     case P_RAISE_FOREIGN: {
-        int e = R_ARMED;
-        if (!atomic_compare_exchange_strong(&rstate, &e, R_RAISING))
-            return false;
-        atomic_store(&posted_at, bench_now_ns());
+        uint64_t now = bench_now_ns();
+        if (atomic_load(&rstate) != R_IDLE || atomic_load(&t_heartbeat) + STALE_NS > now)
+            return false;   /* it is running: try again soon */
+        atomic_store(&posted_at, now);
+        atomic_store(&rstate, R_RAISING);
         CHECK0(ito_set_priority(target, ITO_PRIO_MAX));
         atomic_store(&rstate, R_RAISED);
         return true;
@@ -498,9 +516,12 @@ static void poster_step(void)
     }
     if (now < nf)
         return;
-    if (fire())
+    if (fire()) {
         atomic_fetch_add(&posted, 1);
-    atomic_store(&next_fire, 0);
+        atomic_store(&next_fire, 0);
+    } else {
+        atomic_store(&next_fire, now + 50000);   /* not waiting yet: look again in 50 us */
+    }
 }
 
 static bool poster_is_spinner(void)
@@ -541,6 +562,7 @@ static void *urgent(void *arg)
 {
     (void)arg;
     uint64_t rng = 4242;
+    atomic_fetch_add(&started, 1);
     for (;;) {
         uint64_t t, base = 0;
         switch (path) {
@@ -590,34 +612,50 @@ static void *urgent(void *arg)
     return NULL;
 }
 
-/* raise: a thread at priority 0 that waits in a ready queue (its yield puts
- * it behind the computing threads) until it is raised or its turn comes. */
+/* raise: a thread at priority 0 that computes beside the V spinners on V
+ * vprocs, so that it waits in a ready queue whenever a slice has sent it
+ * there. Its heartbeat tells the raiser when it is not running; it notes
+ * when it resumes (a gap in its own progress) and whether that was after
+ * the raise. */
 static void *raised(void *arg)
 {
     (void)arg;
-    while (!atomic_load(&stop)) {
-        atomic_store(&rstate, R_ARMED);
-        ito_yield();
+    atomic_fetch_add(&started, 1);
+    uint64_t last = bench_now_ns(), resumed_at = last;
+    atomic_store(&t_heartbeat, last);
+    while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
+        for (volatile int k = 0; k < 20; k++)
+            ;
         uint64_t t = bench_now_ns();
-        int e = R_ARMED;
-        if (atomic_compare_exchange_strong(&rstate, &e, R_IDLE)) {
-            if (t >= t_first)
-                atomic_fetch_add(&turns, 1);   /* its turn came first */
+        if (t - last > GAP_NS)
+            resumed_at = t;                        /* it had not run since `last` */
+        last = t;
+        atomic_store_explicit(&t_heartbeat, t, memory_order_relaxed);
+        if (atomic_load(&rstate) == R_IDLE)
             continue;
-        }
-        while (atomic_load(&rstate) != R_RAISED)   /* the raiser is still in its call */
-            ito_yield();
+        uint64_t r = resumed_at;                   /* raised: since when has it been running? */
+        while (atomic_load(&rstate) != R_RAISED && !atomic_load(&stop))
+            ito_yield();                           /* let the raiser finish its call */
         uint64_t base = atomic_load(&posted_at);
-        if (t < base) {          /* its turn came just before the raise */
-            if (t >= t_first)
-                atomic_fetch_add(&turns, 1);
-        } else if (!atomic_load(&stop)) {
-            record(t - base);
+        if (atomic_load(&stop)) {                  /* the window has closed */
+            uint64_t ts = atomic_load(&t_stop);
+            if (r >= base && r <= ts) {            /* it ran before: a sample */
+                record(r - base);
+                atomic_fetch_add(&taken, 1);
+            }                                      /* else main counts it as outstanding */
+            break;
+        }
+        if (r < base) {                            /* it was running when raised (the check raced) */
+            if (r >= t_first)
+                atomic_fetch_add(&raced, 1);
+        } else {
+            record(r - base);
         }
         atomic_fetch_add(&taken, 1);
         CHECK0(ito_set_priority(ito_self(), 0));
+        last = bench_now_ns();
+        atomic_store(&rstate, R_IDLE);
     }
-    atomic_store(&rstate, R_IDLE);
     return NULL;
 }
 
@@ -661,6 +699,8 @@ static void mode_urgent(int argc, char **argv)
     } else if (has_u) {
         xspawn(&u, urgent, NULL, ITO_PRIO_MAX, -1);
     }
+    if (has_u)
+        wait_started(1);
     for (int i = 0; i < ncpus; i++)
         xspawn(&s[i], spinner, (void *)(intptr_t)i, 0, i);
     pthread_t fp;
@@ -680,7 +720,10 @@ static void mode_urgent(int argc, char **argv)
         bench_fail("write to the pipe: %s", strerror(errno));
     if (has_u)
         xjoin(&u);
-    for (int i = 0; i < ncpus; i++)
+    /* POSIX threads: the nice-19 spinners are not joined (the process exits
+     * after the output): beside other processes' nice-0 threads they may
+     * take seconds to see `stop`. */
+    for (int i = 0; i < ncpus && use_ito; i++)
         xjoin(&s[i]);
     if (has_fp)
         CHECK0(pthread_join(fp, NULL));
@@ -696,7 +739,7 @@ static void mode_urgent(int argc, char **argv)
     json_str("path", path_name[path]);
     json_int("events", path == P_TIMER ? atomic_load(&nlat) : atomic_load(&posted));
     if (path == P_RAISE || path == P_RAISE_FOREIGN)
-        json_int("turns", atomic_load(&turns));
+        json_int("raced", atomic_load(&raced));
     json_percentiles();
     json_end();
 }
@@ -780,6 +823,7 @@ static uint64_t sleep_ns;
 static void *sleeper(void *arg)
 {
     uint64_t rng = 1000 + (uint64_t)(intptr_t)arg;
+    atomic_fetch_add(&started, 1);
     while (!atomic_load(&stop)) {
         uint64_t base = xsleep(rnd(&rng, sleep_ns / 2, sleep_ns));
         uint64_t t = bench_now_ns();
@@ -811,10 +855,11 @@ static void mode_timer(int argc, char **argv)
     xsem_init(&done, 0);
     start_watchdog((uint64_t)ms);
     stats_begin();
-    xthread_t *b = start_busy(argc, argv);
     xthread_t *s = xmalloc((size_t)nsl * sizeof *s);
     for (int i = 0; i < nsl; i++)
         xspawn(&s[i], sleeper, (void *)(intptr_t)i, ITO_PRIO_DEFAULT, -1);
+    wait_started(nsl);
+    xthread_t *b = start_busy(argc, argv);
     xsem_wait(&done);
     stop_busy(b);
     for (int i = 0; i < nsl; i++)
@@ -840,6 +885,7 @@ static xsem_t ping, pong;
 static void *pinger(void *arg)
 {
     (void)arg;
+    atomic_fetch_add(&started, 1);
     while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
         uint64_t t0 = bench_now_ns();
         xsem_post(&ping);
@@ -860,6 +906,7 @@ static void *pinger(void *arg)
 static void *ponger(void *arg)
 {
     (void)arg;
+    atomic_fetch_add(&started, 1);
     for (;;) {
         xsem_wait(&ping);
         if (atomic_load(&stop))
@@ -885,10 +932,11 @@ static void mode_wake(int argc, char **argv)
     xsem_init(&pong, 0);
     start_watchdog((uint64_t)ms);
     stats_begin();
-    xthread_t *b = start_busy(argc, argv);
     xthread_t a, c;
     xspawn(&c, ponger, NULL, ITO_PRIO_DEFAULT, -1);
     xspawn(&a, pinger, NULL, ITO_PRIO_DEFAULT, -1);
+    wait_started(2);
+    xthread_t *b = start_busy(argc, argv);
     xsem_wait(&done);
     xsem_post(&ping);
     xsem_post(&pong);
@@ -908,7 +956,6 @@ static void mode_wake(int argc, char **argv)
 
 /* ------------------------------------------------------------ mode rr */
 
-enum { GAP_NS = 50000 };
 static _Atomic uint64_t *cpu_ns;        /* per thread: time it ran in the window */
 
 static void *rr_thread(void *arg)

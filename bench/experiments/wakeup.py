@@ -18,7 +18,8 @@ PATHS = (("sem", "ito_sem_post from a computing ito thread", True),
          ("io", "ito_read on a pipe completes (a foreign pthread writes)", True),
          ("foreign", "ito_sem_post from a pthread ito did not create", True),
          ("spawn", "ito_spawn by a computing ito thread: to its first instruction", False),
-         ("raise", "ito_set_priority(MAX) of a thread waiting in a ready queue, by a computing ito thread", False),
+         ("raise", "ito_set_priority(MAX), by a computing ito thread, of a priority-0 thread that computes "
+          "too (V + 1 of them on V vprocs) while a slice has it waiting in a ready queue", False),
          ("raise-foreign", "the same call from a pthread ito did not create", False))
 URGENT_P99_US = 100          # issue 22: "runs within 100 us (p99) ... by every path"
 TIMER_P99_US = 1000          # issue 22: "a due timer fires within 1 ms (p99) while busy threads run"
@@ -212,10 +213,10 @@ class Wakeup(Experiment):
                              verdict(c, URGENT_P99_US)])
                 notes += run_notes(c)
                 if path.startswith("raise"):
-                    tn = c.field_stats("turns")[0]
+                    tn = c.field_stats("raced")[0]
                     if tn:
-                        notes.append("%s, %s: the waiting thread ran by its own turn %d times (median) before a "
-                                     "raise reached it" % (path, pol, tn))
+                        notes.append("%s, %s: %d raises (median) found the thread running after all (not "
+                                     "samples)" % (path, pol, tn))
             if pc:
                 notes += run_notes(pc)
         notes.insert(0, "paths: " + "; ".join("%s: %s" % (p, w) for p, w, _ in PATHS))
