@@ -323,7 +323,7 @@ class Wakeup(Experiment):
             ax.axhline(limit, color="black", linestyle="--", linewidth=1)
             ax.set_yscale("log")
             ax.set_xticks(range(len(groups)))
-            ax.set_xticklabels(groups, fontsize=8)
+            ax.set_xticklabels([g.replace("-", "-\n") for g in groups], fontsize=8)
             ax.set_title(title, fontsize=9)
             ax.grid(axis="y", which="both", alpha=0.3)
             ax.legend(fontsize=7)
@@ -335,7 +335,7 @@ class Wakeup(Experiment):
         bars(axs[2], ["none", "spin"], ("pthread",) + POLICIES, "wakeup/wake/%s/%s", TIMER_P99_US,
              "semaphore round trip p99 (us), alone / busy\ndashed: 1 ms")
         axs[0].set_ylabel("microseconds (median of the runs' p99, min-max; log)")
-        fig.suptitle("Wake-up latency while threads compute\n" + pl.machine, fontsize=10)
+        fig.suptitle("Wake-up latency while threads compute\n" + pl.machine, fontsize=10, y=1.04)
         pl.save(fig, "wakeup.png")
 
 
