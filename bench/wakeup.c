@@ -66,6 +66,12 @@
  * bounds; `censored_max_us`: the largest). A run that does not wind down
  * within 20 s of its time limit prints an error and exits 3. ito runs add
  * the counters' deltas: `switches`, `steals`, `preemptions`, `displacements`.
+ *
+ * ito runs in an allocation domain of its own (ITO_ALLOC_DOMAIN=wakeup-PID
+ * unless set): what is measured is the scheduler inside one process, and
+ * other ito processes of the user would otherwise take its processors
+ * (another session's tests on a shared machine left its vprocs without a
+ * processor for seconds).
  */
 #include "common.h"
 
@@ -1054,6 +1060,12 @@ int main(int argc, char **argv)
     if (!use_ito && strcmp(bench_impl, "pthread") != 0)
         bench_fail("--impl must be ito or pthread");
     ncpus = arg_cpus(argc, argv);   /* reads the affinity mask before anything is pinned */
+    if (use_ito && !getenv("ITO_ALLOC_DOMAIN")) {
+        /* measured: the scheduler in one process; other ito processes of the
+         * user (another session's tests) would take its processors */
+        bench_own_domain("wakeup");
+        atexit(bench_own_domain_remove);
+    }
     const char *mode = arg_str(argc, argv, "--mode", "urgent");
     if (!strcmp(mode, "urgent"))
         mode_urgent(argc, argv);

@@ -142,7 +142,9 @@ class Wakeup(Experiment):
              "pair beside 2 x CPUs spinning threads (warmed up for 30 ms: they have run whole slices). "
              "Round robin: %d threads of priority 15 on one vproc with ITO_TIMESLICE_US=%d, each noting every "
              "gap of more than 50 us in its own progress (POSIX threads: pinned to one CPU, the kernel's "
-             "slices). Percentiles are each run's; the tables give their medians over the runs." % (
+             "slices). ito runs in an allocation domain of its own (ITO_ALLOC_DOMAIN), so that other ito processes "
+             "on the machine do not take its processors. Percentiles are each run's; the tables give their "
+             "medians over the runs." % (
                  RR_THREADS, RR_SLICE_US))
 
     def configs(self, ctx):
