@@ -26,7 +26,13 @@
  *   3. It reports VPROC_REMOVED and sleeps until the agent grants it a
  *      processor again (REVOKED -> IDLE and a wake-up). Meanwhile it still
  *      serves what only it can: completions on its io_uring ring and its own
- *      timers — the threads they wake go to the global queue at once.
+ *      timers — the threads they wake go to the global queue at once. Its
+ *      kernel thread runs no thread meanwhile, so it blocks every signal, as
+ *      a parked spare does (runtime/activation.c), whether or not threads'
+ *      masks are in use yet: otherwise one that slept here since before the
+ *      first mask change kept the process's mask and took the signals for
+ *      the process that every thread blocked (tests/posix/io_poll.c,
+ *      ppoll_and_pselect, with another ito process sharing the CPUs).
  *   4. Granted: it pins its carrier to the new processor and reports
  *      VPROC_ADDED.
  * The agent moves the carrier onto the processors the process keeps when
@@ -45,6 +51,7 @@
 #include "runtime/sched.h"
 #include "runtime/stats.h"
 #include "runtime/ring.h"
+#include "runtime/sigmask.h"
 
 /* vp's inbox to the global queue (any caller); returns how many. */
 static unsigned inbox_away(struct ito__vproc *vp)
@@ -109,6 +116,9 @@ void ito__revoke_repin(struct ito__vproc *vp)
 void ito__revoke_park(struct ito__activation *act)
 {
     struct ito__vproc *vp = act->vp;
+    /* No signal is handled here while no thread runs (step 3). */
+    uint64_t was = act->kmask;
+    ito__sigmask_block_all(act);
     give_away(vp);
     atomic_store_explicit(&vp->run_state, ITO__VP_REVOKED, memory_order_seq_cst);
     atomic_fetch_add_explicit(&ito__rt.nrevoked, 1, memory_order_seq_cst);
@@ -142,6 +152,13 @@ void ito__revoke_park(struct ito__activation *act)
             ito__idle_notify();
     }
     atomic_fetch_sub_explicit(&ito__rt.nrevoked, 1, memory_order_seq_cst);
+    /* Switches do not carry masks while none is in use: back to the one it
+     * had. Once one is (ito__sigmasks_used, read relaxed as in
+     * ito__activation_park: a switch that sees it later writes the mask of
+     * the thread it runs), every signal stays blocked here until a switch
+     * to a thread writes that thread's. */
+    if (!atomic_load_explicit(&ito__sigmasks_used, memory_order_relaxed))
+        ito__sigmask_write(act, was);
     pin_granted(vp, true);   /* the agent moved the carrier when it revoked */
     if (removed)
         ito__event(ITO_EVENT_VPROC_ADDED, vp, 0);

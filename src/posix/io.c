@@ -34,8 +34,11 @@
  * What stays the C library's: a kernel thread ito did not create, and the
  * initial thread before ito has started (a program that never makes a
  * thread pays nothing); every thread when the rings are off (ITO_IO_URING=0,
- * valgrind, an old kernel): then a call that blocks hands its vproc on as
- * the core does; select on descriptors beyond FD_SETSIZE — a blocking call
+ * valgrind, an old kernel): then a call that blocks is a carrier asleep
+ * outside any bracket (it stays interruptible by the thread's signals),
+ * whose vproc the monitor takes (runtime/carrier.c), and the call's return
+ * is a safe point where the thread leaves a kernel thread so robbed
+ * (LIBC_CALL); select on descriptors beyond FD_SETSIZE — a blocking call
  * of those is a blocked carrier too. So is epoll_wait, on purpose: an
  * event loop's one thread that waits in the kernel costs less than a round
  * trip through the ring (parked on the epoll descriptor, redis-server under
@@ -88,6 +91,27 @@ static inline bool parks(void) { return ito__thread_self() && ito__rings_on; }
  * unwind through ito's frames. */
 static inline bool in_ito(void) { return ITO_UNLIKELY(ito__critical_depth() > 0); }
 /* (In libito-pthread base/libc.h's ito__libc_* are those system calls.) */
+
+/* The C library's call `name` (of symbol version `version`) with args, for
+ * a thread that does not park: then a safe point (runtime/critical.h). With
+ * the rings off an ito thread sleeps in these calls outside any section,
+ * and the monitor may take its vproc meanwhile (runtime/carrier.c): the
+ * thread is given up as the call returns, its result and errno kept. */
+#define LIBC_CALL(name, version, ...)                                                   \
+    ({                                                                                  \
+        __auto_type r_ = ITO__POSIX_LIBC(name, version)(__VA_ARGS__);                   \
+        returned();                                                                     \
+        r_;                                                                             \
+    })
+
+static inline void returned(void)
+{
+    if (ITO_UNLIKELY(ito__arch_critical_get() == ITO__CRITICAL_ATTENTION)) {
+        int e = errno;
+        ito__critical_point();
+        errno = e;   /* (the thread's, wherever it runs now) */
+    }
+}
 
 enum restart { RESTARTS, NEVER_RESTARTS };
 
@@ -144,7 +168,7 @@ ITO_POSIX_API ssize_t read(int fd, void *buf, size_t n)
     if (in_ito())
         return ito__libc_read(fd, buf, n);
     if (!parks() || n > MAX_RW_COUNT)
-        return ITO__POSIX_LIBC(read, "GLIBC_2.2.5")(fd, buf, n);
+        return LIBC_CALL(read, "GLIBC_2.2.5", fd, buf, n);
     PARKING_CALL(RESTARTS, fd, SO_RCVTIMEO, ito_read(fd, buf, n));
 }
 
@@ -153,7 +177,7 @@ ITO_POSIX_API ssize_t write(int fd, const void *buf, size_t n)
     if (in_ito())
         return ito__libc_write(fd, buf, n);
     if (!parks() || n > MAX_RW_COUNT)
-        return ITO__POSIX_LIBC(write, "GLIBC_2.2.5")(fd, buf, n);
+        return LIBC_CALL(write, "GLIBC_2.2.5", fd, buf, n);
     PARKING_CALL(RESTARTS, fd, SO_SNDTIMEO, ito_write(fd, buf, n));
 }
 
@@ -162,7 +186,7 @@ ITO_POSIX_API ssize_t pread(int fd, void *buf, size_t n, off_t off)
     if (in_ito())
         return ito__libc_pread(fd, buf, n, off);
     if (!parks() || n > MAX_RW_COUNT)
-        return ITO__POSIX_LIBC(pread, "GLIBC_2.2.5")(fd, buf, n, off);
+        return LIBC_CALL(pread, "GLIBC_2.2.5", fd, buf, n, off);
     PARKING_CALL(RESTARTS, fd, 0, ito_pread(fd, buf, n, off));
 }
 
@@ -171,7 +195,7 @@ ITO_POSIX_API ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
     if (in_ito())
         return ito__libc_pwrite(fd, buf, n, off);
     if (!parks() || n > MAX_RW_COUNT)
-        return ITO__POSIX_LIBC(pwrite, "GLIBC_2.2.5")(fd, buf, n, off);
+        return LIBC_CALL(pwrite, "GLIBC_2.2.5", fd, buf, n, off);
     PARKING_CALL(RESTARTS, fd, 0, ito_pwrite(fd, buf, n, off));
 }
 
@@ -214,7 +238,7 @@ ITO_POSIX_API ssize_t readv(int fd, const struct iovec *iov, int cnt)
     if (in_ito())
         return ito__libc_preadv2(fd, iov, cnt, -1, 0);
     if (!parks())
-        return ITO__POSIX_LIBC(readv, "GLIBC_2.2.5")(fd, iov, cnt);
+        return LIBC_CALL(readv, "GLIBC_2.2.5", fd, iov, cnt);
     PARKING_CALL(RESTARTS, fd, SO_RCVTIMEO, ito_readv(fd, iov, cnt));
 }
 
@@ -223,7 +247,7 @@ ITO_POSIX_API ssize_t writev(int fd, const struct iovec *iov, int cnt)
     if (in_ito())
         return ito__libc_pwritev2(fd, iov, cnt, -1, 0);
     if (!parks())
-        return ITO__POSIX_LIBC(writev, "GLIBC_2.2.5")(fd, iov, cnt);
+        return LIBC_CALL(writev, "GLIBC_2.2.5", fd, iov, cnt);
     PARKING_CALL(RESTARTS, fd, SO_SNDTIMEO, ito_writev(fd, iov, cnt));
 }
 
@@ -236,7 +260,7 @@ ITO_POSIX_API ssize_t recv(int fd, void *buf, size_t n, int flags)
     if (in_ito())
         return ito__libc_recv(fd, buf, n, flags);
     if (!parks() || (flags & PEEK_ALL) == PEEK_ALL)
-        return ITO__POSIX_LIBC(recv, "GLIBC_2.2.5")(fd, buf, n, flags);
+        return LIBC_CALL(recv, "GLIBC_2.2.5", fd, buf, n, flags);
     PARKING_CALL(RESTARTS, fd, SO_RCVTIMEO, ito_recv(fd, buf, n, flags));
 }
 
@@ -252,7 +276,7 @@ ITO_POSIX_API ssize_t send(int fd, const void *buf, size_t n, int flags)
     if (in_ito())
         return ito__libc_send(fd, buf, n, flags);
     if (!parks())
-        return ITO__POSIX_LIBC(send, "GLIBC_2.2.5")(fd, buf, n, flags);
+        return LIBC_CALL(send, "GLIBC_2.2.5", fd, buf, n, flags);
     PARKING_CALL(RESTARTS, fd, SO_SNDTIMEO, ito_send(fd, buf, n, flags));
 }
 
@@ -261,7 +285,7 @@ ITO_POSIX_API ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
     if (in_ito())
         return ito__libc_recvmsg(fd, msg, flags);
     if (!parks() || !msg || (flags & PEEK_ALL) == PEEK_ALL)
-        return ITO__POSIX_LIBC(recvmsg, "GLIBC_2.2.5")(fd, msg, flags);
+        return LIBC_CALL(recvmsg, "GLIBC_2.2.5", fd, msg, flags);
     PARKING_CALL(RESTARTS, fd, SO_RCVTIMEO, ito_recvmsg(fd, msg, flags));
 }
 
@@ -270,7 +294,7 @@ ITO_POSIX_API ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
     if (in_ito())
         return ito__libc_sendmsg(fd, msg, flags);
     if (!parks() || !msg)
-        return ITO__POSIX_LIBC(sendmsg, "GLIBC_2.2.5")(fd, msg, flags);
+        return LIBC_CALL(sendmsg, "GLIBC_2.2.5", fd, msg, flags);
     PARKING_CALL(RESTARTS, fd, SO_SNDTIMEO, ito_sendmsg(fd, msg, flags));
 }
 
@@ -302,7 +326,7 @@ ITO_POSIX_API ssize_t recvfrom(int fd, void *buf, size_t n, int flags, __SOCKADD
     if (in_ito())
         return syscall(SYS_recvfrom, fd, buf, n, flags, ADDR(addr), len);
     if (!parks() || (flags & PEEK_ALL) == PEEK_ALL || (ADDR(addr) && (!len || (int)*len < 0)) || n > MAX_RW_COUNT)
-        return ITO__POSIX_LIBC(recvfrom, "GLIBC_2.2.5")(fd, buf, n, flags, addr, len);
+        return LIBC_CALL(recvfrom, "GLIBC_2.2.5", fd, buf, n, flags, addr, len);
     if (ADDR(addr)) {
         PARKING_CALL(RESTARTS, fd, SO_RCVTIMEO, recv_from(fd, buf, n, flags, ADDR(addr), len));
     }
@@ -322,7 +346,7 @@ ITO_POSIX_API ssize_t sendto(int fd, const void *buf, size_t n, int flags, __CON
     if (in_ito())
         return syscall(SYS_sendto, fd, buf, n, flags, ADDR(addr), len);
     if (!parks() || n > MAX_RW_COUNT)
-        return ITO__POSIX_LIBC(sendto, "GLIBC_2.2.5")(fd, buf, n, flags, addr, len);
+        return LIBC_CALL(sendto, "GLIBC_2.2.5", fd, buf, n, flags, addr, len);
     if (ADDR(addr)) {
         PARKING_CALL(RESTARTS, fd, SO_SNDTIMEO, send_to(fd, buf, n, flags, ADDR(addr), len));
     }
@@ -334,7 +358,7 @@ ITO_POSIX_API int accept4(int fd, __SOCKADDR_ARG addr, socklen_t *len, int flags
     if (in_ito())
         return ito__libc_accept4(fd, ADDR(addr), len, flags);
     if (!parks())
-        return ITO__POSIX_LIBC(accept4, "GLIBC_2.10")(fd, addr, len, flags);
+        return LIBC_CALL(accept4, "GLIBC_2.10", fd, addr, len, flags);
     PARKING_CALL(RESTARTS, fd, SO_RCVTIMEO, ito_accept(fd, ADDR(addr), len, flags));
 }
 
@@ -343,7 +367,7 @@ ITO_POSIX_API int accept(int fd, __SOCKADDR_ARG addr, socklen_t *len)
     if (in_ito())
         return ito__libc_accept4(fd, ADDR(addr), len, 0);
     if (!parks())
-        return ITO__POSIX_LIBC(accept, "GLIBC_2.2.5")(fd, addr, len);
+        return LIBC_CALL(accept, "GLIBC_2.2.5", fd, addr, len);
     PARKING_CALL(RESTARTS, fd, SO_RCVTIMEO, ito_accept(fd, ADDR(addr), len, 0));
 }
 
@@ -352,7 +376,7 @@ ITO_POSIX_API int connect(int fd, __CONST_SOCKADDR_ARG addr, socklen_t len)
     if (in_ito())
         return ito__libc_connect(fd, ADDR(addr), len);
     if (!parks())
-        return ITO__POSIX_LIBC(connect, "GLIBC_2.2.5")(fd, addr, len);
+        return LIBC_CALL(connect, "GLIBC_2.2.5", fd, addr, len);
     PARKING_CALL(NEVER_RESTARTS, fd, 0, ito_connect(fd, ADDR(addr), len));
 }
 
@@ -361,7 +385,7 @@ ITO_POSIX_API int poll(struct pollfd *fds, nfds_t n, int timeout_ms)
     if (in_ito())
         return ito__libc_poll(fds, n, timeout_ms);
     if (!parks())
-        return ITO__POSIX_LIBC(poll, "GLIBC_2.2.5")(fds, n, timeout_ms);
+        return LIBC_CALL(poll, "GLIBC_2.2.5", fds, n, timeout_ms);
     PARKING_CALL(NEVER_RESTARTS, -1, 0, ito_poll(fds, n, timeout_ms));
 }
 
@@ -449,7 +473,7 @@ ITO_POSIX_API int select(int n, fd_set *rd, fd_set *wr, fd_set *ex, struct timev
      * timeout) or that does not wait (a zero timeout) is the C library's. */
     if (!parks() || n < 0 || n > FD_SETSIZE ||
         (tv && (tv->tv_sec < 0 || tv->tv_usec < 0 || tv->tv_usec >= 1000000 || (!tv->tv_sec && !tv->tv_usec))))
-        return ITO__POSIX_LIBC(select, "GLIBC_2.2.5")(n, rd, wr, ex, tv);
+        return LIBC_CALL(select, "GLIBC_2.2.5", n, rd, wr, ex, tv);
     PARKING_CALL(NEVER_RESTARTS, -1, 0, select_parked(n, rd, wr, ex, tv));
 }
 
@@ -489,9 +513,9 @@ ITO_POSIX_API int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *tmo
     uint64_t old;
     if (!parks() || !timeout_ns(tmo, &ns) || (!mask && ns == 0)) {
         if (!mask || !ito__thread_self() || !timeout_ns(tmo, &ns))
-            return ITO__POSIX_LIBC(ppoll, "GLIBC_2.4")(fds, n, tmo, mask);
+            return LIBC_CALL(ppoll, "GLIBC_2.4", fds, n, tmo, mask);
         /* The rings are off: the C library's call, under the thread's mask. */
-        int r = ito__posix_mask_begin(mask, &old) ? -1 : ITO__POSIX_LIBC(ppoll, "GLIBC_2.4")(fds, n, tmo, NULL);
+        int r = ito__posix_mask_begin(mask, &old) ? -1 : LIBC_CALL(ppoll, "GLIBC_2.4", fds, n, tmo, NULL);
         return ito__posix_mask_end(old, r);
     }
     uint64_t deadline = deadline_in(ns);
@@ -525,10 +549,10 @@ ITO_POSIX_API int pselect(int n, fd_set *rd, fd_set *wr, fd_set *ex, const struc
     uint64_t old;
     if (!parks() || n < 0 || n > FD_SETSIZE || !timeout_ns(tmo, &ns) || (!mask && ns == 0)) {
         if (!mask || !ito__thread_self() || !timeout_ns(tmo, &ns))
-            return ITO__POSIX_LIBC(pselect, "GLIBC_2.2.5")(n, rd, wr, ex, tmo, mask);
+            return LIBC_CALL(pselect, "GLIBC_2.2.5", n, rd, wr, ex, tmo, mask);
         /* The rings are off (or the sets are beyond what poll is given): the
          * C library's call, under the thread's mask. */
-        int r = ito__posix_mask_begin(mask, &old) ? -1 : ITO__POSIX_LIBC(pselect, "GLIBC_2.2.5")(n, rd, wr, ex, tmo, NULL);
+        int r = ito__posix_mask_begin(mask, &old) ? -1 : LIBC_CALL(pselect, "GLIBC_2.2.5", n, rd, wr, ex, tmo, NULL);
         return ito__posix_mask_end(old, r);
     }
     uint64_t deadline = deadline_in(ns);

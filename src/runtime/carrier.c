@@ -81,8 +81,12 @@
  * never the depth, and the steal is then called off. The carrier, when its
  * call returns, keeps running its thread's own code without a vproc until
  * the thread next enters a critical section — the only place a vproc is ever
- * used — or its next time slice ends: running activations exceed vprocs for
- * at most one time slice of CPU time.
+ * used — or its next time slice ends at a safe point: running activations
+ * exceed vprocs for about one time slice of CPU time. A tick that lands in
+ * the C library is deferred, and a thread that does little but call it
+ * (plain reads and writes) would hardly ever reach either; so the POSIX
+ * face's blocking calls, which are the C library's while the rings are off,
+ * end with a safe point (ito__critical_point, runtime/critical.h).
  *
  * Doorbells. The monitor sleeps on ito__rt.monitor_asleep; a bracket that
  * begins, and the first vproc to get busy while the monitor sleeps for good,

@@ -86,6 +86,34 @@ ITO_INLINE void ito__critical_exit(void)
         ito__critical_recover();
 }
 
+/* A safe point outside every section, for code just back from a call that
+ * may have slept in the kernel outside any section — the C library's
+ * blocking calls, which the POSIX face makes for its threads while the rings
+ * are off. If the monitor took this kernel thread's vproc meanwhile (the
+ * ATTENTION bit at depth zero: runtime/carrier.c), the thread is given up
+ * here, as the next section's entry would do (critical.c), and returns on
+ * another activation; a mark from a steal called off is cleared. Without it
+ * the kernel thread runs the thread on without a vproc until its next call
+ * into ito or its next tick outside the C library, and a thread that does
+ * nothing but such calls reaches neither: kernel threads beyond the vprocs
+ * ran for seconds, and the threads of the vprocs they starved never ran
+ * (tests/posix/io_poll.c, epoll_wait_ignores_other_threads, rings off).
+ *
+ * The common path is one load of the thread-local word. The monitor's OR of
+ * the bit is ordered before that load by the kernel (the carrier slept
+ * through it: step 4 of ito__carrier_steal), as for a section's entry; the
+ * entry's slow path then reads the decision with ito__carrier_lost's
+ * acquire load of kstate, which pairs with the monitor's acq_rel CAS that
+ * gave the vproc to a spare. A foreign kernel thread's word is never
+ * marked. May switch threads; errno is the caller's to keep. */
+ITO_INLINE void ito__critical_point(void)
+{
+    if (ITO_UNLIKELY(ito__arch_critical_get() == ITO__CRITICAL_ATTENTION)) {
+        ito__critical_enter();
+        ito__critical_exit();
+    }
+}
+
 /* Nesting depth of the calling kernel thread's current context. */
 ITO_INLINE uint32_t ito__critical_depth(void) { return ito__arch_critical_get() & ITO__CRITICAL_DEPTH; }
 
