@@ -49,7 +49,7 @@ enum { ITO__MONITOR_ASLEEP = 1, ITO__MONITOR_ASLEEP_LONG = 2, ITO__MONITOR_WOKEN
 /* A timer overdue by this much on a vproc that computes, while no vproc is
  * idle to run it, makes the monitor ask that vproc to look (ito__vproc_look);
  * so do threads left this long in the global queue. */
-#define ITO__LOOK_LATE_NS 50000u
+#define ITO__LOOK_LATE_NS 200000u
 /* A timer was armed (after publishing it in its heap): wake the monitor if
  * it sleeps past deadline + ITO__LOOK_LATE_NS (ito__rt.monitor_until). */
 void ito__carrier_timer_armed(uint64_t deadline);

@@ -94,7 +94,6 @@
 #include "base/libc.h"
 #include "base/kthread.h"
 #include "base/panic.h"
-#include "runtime/ring.h"
 #include "runtime/runtime.h"
 #include "runtime/sched.h"
 #include "runtime/thread.h"
@@ -136,8 +135,7 @@ struct watch {
     uint64_t ticks;
     uint64_t cpu_ns;
     uint64_t still_since;
-    uint64_t inbox_since;   /* threads seen in its inbox, or completions on its ring, while it ran
-                               one, since then (0: none) */
+    uint64_t inbox_since;   /* threads seen in its inbox while it ran one since then (0: none) */
 };
 
 static struct watch *watches;   /* [nvprocs], monitor only */
@@ -312,9 +310,8 @@ static uint64_t look_late(uint64_t now)
          * for nothing. */
         bool computing = w->still_since == now;
         uint64_t next = atomic_load_explicit(&vp->timers.next, memory_order_relaxed);
-        /* Threads sent to it (a preferred vproc) wait in its inbox, and I/O
-         * completions on its ring (set at init) for it to reap them. */
-        if (!atomic_load_explicit(&vp->inbox, memory_order_relaxed) && !(vp->ring && ito__ring_ready(vp->ring)))
+        /* Threads sent to it (a preferred vproc) wait in its inbox. */
+        if (!atomic_load_explicit(&vp->inbox, memory_order_relaxed))
             w->inbox_since = 0;
         else if (!w->inbox_since)
             w->inbox_since = now;
@@ -326,7 +323,7 @@ static uint64_t look_late(uint64_t now)
         if (late <= now && computing)
             ito__vproc_look(vp);
         else if (late <= now)
-            late = now + 10 * ITO__LOOK_LATE_NS;   /* asleep in the kernel, or not given a CPU: later */
+            late = now + ITO__LOOK_LATE_NS;   /* asleep in the kernel, or not given a CPU: look again */
         if (late > now && late < due)
             due = late;
     }
