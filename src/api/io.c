@@ -576,8 +576,14 @@ int ito__poll_until(struct pollfd *fds, nfds_t nfds, uint64_t deadline)
         return ITO_BLOCKING(ito__libc_poll(fds, nfds, ms));
     }
     for (;;) {
-        /* The answer always comes from poll itself: exact revents. */
+        /* The answer always comes from poll itself: exact revents. A poll
+         * that waits for nothing still ends with EINTR when a signal comes
+         * during the system call — ito's own poke (the monitor or a policy
+         * asking this vproc to look or give way) most often: nothing was
+         * ready yet, as far as this call is concerned. */
         int r = ito__libc_poll(fds, nfds, 0);
+        if (r < 0 && errno == EINTR)
+            r = 0;
         if (r != 0)
             return r;
         if (deadline && ito__now_ns() >= deadline)

@@ -286,19 +286,13 @@ static void on_tick(int sig, siginfo_t *si, void *ucv)
     if (!safe_point(a, t, ucv)) {
         /* Deferred: the next tick looks again. But a thread that spends
          * most of its time in the C library (short system calls) would keep
-         * a request waiting for a slice: a request to give way is then
-         * answered at the end of its next call into ito (the bit recovered
-         * there), and a look's work, which needs no switch to begin with,
-         * is done now — not with a user's event hook, which might not
-         * expect to run inside a C library call. */
-        if (depth == 0 && !ito__vproc_revoked(vp) && may_look_here(t, ucv)) {
-            if (atomic_load_explicit(&vp->displace, memory_order_relaxed)) {
-                a->slice_pending = true;
-                ito__arch_critical_or(ITO__CRITICAL_ATTENTION);
-            } else if (atomic_load_explicit(&vp->look, memory_order_relaxed) && !ito__event_hooked()) {
-                ito__look_unswitched();
-            }
-        }
+         * a look waiting for a slice: its work, which needs no switch to
+         * begin with, is done now — not with a user's event hook, which
+         * might not expect to run inside a C library call. */
+        if (depth == 0 && atomic_load_explicit(&vp->look, memory_order_relaxed) && !ito__vproc_revoked(vp) &&
+            !atomic_load_explicit(&vp->displace, memory_order_relaxed) && !ito__event_hooked() &&
+            may_look_here(t, ucv))
+            ito__look_unswitched();
         goto out;
     }
     a->slice_pending = false;
