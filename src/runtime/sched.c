@@ -562,16 +562,19 @@ void ito__preempt_switch(struct ito__thread *self)
 
 void ito__look_unswitched(void)
 {
-    /* Depth 0: this kernel thread holds none of ito's locks, and owns vp. */
+    /* Depth 0: this kernel thread holds none of ito's locks, and owns vp.
+     * The threads the work made ready wait for this one to switch (its
+     * next pick, or its slice's end). No request is left in the section
+     * word: the thread may go on to sleep in an unbracketed call, and the
+     * monitor takes the vproc of such a carrier only from a word at 0
+     * (runtime/carrier.c). A policy's request to give way, if the work made
+     * one, stays in vp->displace for the next tick. */
     ito__critical_enter();
     struct ito__vproc *vp = ito__vproc_self();
-    unsigned readied = periodic(vp);
+    periodic(vp);
     struct ito__activation *a = ito__activation_self();
-    bool give_way = readied || a->slice_pending || atomic_load_explicit(&vp->displace, memory_order_relaxed);
-    a->slice_pending = give_way;
-    /* Back to depth 0, with the bit that makes the thread's next section
-     * into ito end in ito__preempt_switch (or its next tick switch it). */
-    ito__critical_restore(give_way ? ITO__CRITICAL_ATTENTION : 0);
+    a->slice_pending = false;
+    ito__critical_restore(0);
 }
 
 void ito__switch_out_dead(struct ito__vproc *vp, struct ito__thread *next)

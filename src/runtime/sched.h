@@ -124,8 +124,8 @@ void ito__preempt_switch(struct ito__thread *self);
 /* From the tick's handler, asked to look (vp->look) while its thread was
  * at depth 0 but not at a point where it may be switched out (in the C
  * library: a system call, most often). Do the periodic work now — it takes
- * only ito's own locks and system calls — and if it made a thread ready,
- * leave the switch to the end of the thread's next section into ito. */
+ * only ito's own locks and system calls; the threads it makes ready wait
+ * for this one's next switch. */
 void ito__look_unswitched(void);
 
 /* The running thread has exited: run `next` (claimed) if not NULL, else

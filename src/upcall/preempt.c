@@ -57,9 +57,12 @@
  * the vproc does its periodic work and the thread gives way if that made a
  * thread ready. A look that finds the thread in the C library at depth 0 —
  * in a system call that completes, most often — does that work at once
- * (ito__look_unswitched: no switch is needed for it) and leaves the switch
- * to the end of the thread's next call into ito; one that finds it waiting
- * in a system call does nothing (a stall is the monitor's business).
+ * (ito__look_unswitched: no switch is needed for it), and what it made
+ * ready waits for the thread's next switch; one that finds it waiting in a
+ * system call does nothing (a stall is the monitor's business). It leaves
+ * no request in the section word: the monitor takes the vproc of a carrier
+ * asleep in an unbracketed call only from a word at 0 (leaving one there
+ * once hung 16 POSIX threads on a stdio lock).
  *
  * Charging. Each tick of the timer counts for the thread it interrupts
  * (t->slices, ito_policy_node_slices), whether or not the thread is switched
