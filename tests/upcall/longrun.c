@@ -67,8 +67,11 @@ int main(int argc, char **argv)
     expect(WIFEXITED(st) && WEXITSTATUS(st) == 0 && test_count(err, "\"busy\" has run for ") == 1 &&
                strstr(err, "without a switch:\n") && looping_frame(err),
            "long", st, err);
+    /* The yielding thread is never reported. (Its joiner, main, may be: a
+     * loaded machine can hold main's start, under ASan, past 50 ms without a
+     * switch — seen once in make test.) */
     st = test_run_self("yielding", err, sizeof err);
-    expect(WIFEXITED(st) && WEXITSTATUS(st) == 0 && !strstr(err, "has run for"), "yielding", st, err);
+    expect(WIFEXITED(st) && WEXITSTATUS(st) == 0 && !strstr(err, "\"busy\" has run for"), "yielding", st, err);
     setenv("ITO_TIMESLICE_US", "0", 1);   /* the signal still takes the backtrace */
     st = test_run_self("long", err, sizeof err);
     expect(WIFEXITED(st) && WEXITSTATUS(st) == 0 && test_count(err, "\"busy\" has run for ") == 1 &&
