@@ -296,15 +296,19 @@ static void prio_enqueue(ito_policy_vproc_t *vp, ito_policy_node_t *n, ito_ready
     case ITO_READY_YIELD:       /* after every other ready thread, less urgent ones too */
         expired = true;
         break;
+    case ITO_READY_SPAWN:
     case ITO_READY_WAKE:
     case ITO_READY_RESUME:
-        /* It waited, and has not used a slice since it last came: ahead of
-         * the threads of its level that have (CFS's sleeper credit, in
-         * slices); among themselves in the order they came. */
+        /* New, or it waited, and has not used a slice since it last came:
+         * ahead of the threads of its level that have (CFS's sleeper
+         * credit, in slices); among themselves in the order they came. A
+         * child at the back would wait a slice for every computing thread
+         * of its level, and its joiner with it (the soak's spawners made no
+         * join in 1 s of CPU time so). */
         if (!used)
             place = ITO__PRIOQ_WOKEN;
         break;
-    default:                    /* SPAWN, PREEMPT (charged above): back of its level */
+    default:                    /* PREEMPT (charged above): back of its level */
         break;
     }
     set_quantum_left(n, left);
