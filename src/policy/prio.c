@@ -23,10 +23,10 @@
  * ready thread runs its whole quantum, so a thread's CPU share grows
  * linearly with its level ([SSH §4.3.3]: not with its square, as when both
  * the slice and the order favour it), and no ready thread starves, whatever
- * its level. A thread that waited (locks, I/O, sleeps) and used no slice
- * since it was last queued goes ahead of the threads of its level that did,
- * behind those woken before it (prioq's WOKEN place; CFS's sleeper credit in
- * whole slices). A yield goes to the expired array, as sched_yield did in
+ * its level. A new thread, or one that waited (locks, I/O, sleeps) and used
+ * no slice since it was last queued, goes ahead of the threads of its level
+ * that did, behind those that came so before it (prioq's WOKEN place; CFS's
+ * sleeper credit in whole slices). A yield goes to the expired array, as sched_yield did in
  * Linux 2.6: it lets every ready thread run first, less urgent ones too — a
  * thread that polls with ito_yield cannot starve them. Should the active
  * array never empty (threads spawned again and again, each with a new
