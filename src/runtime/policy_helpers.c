@@ -71,7 +71,7 @@ ITO_API int ito_policy_running_priority(int vproc)
         return -1;
     /* A snapshot: the thread may switch out meanwhile, and its descriptor
      * be reused (descriptors stay mapped: the read is harmless). */
-    struct ito__thread *t = __atomic_load_n(&vp->current, __ATOMIC_RELAXED);
+    struct ito__thread *t = __atomic_load_n(&vp->current, __ATOMIC_ACQUIRE);   /* pairs: sched.c's release store */
     return t ? __atomic_load_n(&t->prio, __ATOMIC_RELAXED) : -1;
 }
 

@@ -425,7 +425,11 @@ ITO_INLINE void switch_to(struct ito__activation *act, struct ito__thread *cur, 
         fiber = act->sched_tsan_fiber;
     }
     if (ITO_LIKELY(vp))   /* NULL: an activation leaving its lost vproc (ito__switch_detach) */
-        __atomic_store_n(&vp->current, next, __ATOMIC_RELAXED);   /* read by ito_policy_running_priority */
+        /* Read by ito_policy_running_priority, from other vprocs and the
+         * monitor: release pairs with its acquire load, so the thread's
+         * fields (written before it was queued, which this vproc's claim
+         * acquired) are seen there too. */
+        __atomic_store_n(&vp->current, next, __ATOMIC_RELEASE);
     ito__arch_set_current(next);
     ITO_TRACE_EVENT(run, vp ? vp->index : -1, next ? (int64_t)next->index : -1);   /* -1: its scheduler */
     /* Every switch happens inside a critical section; the depth travels with
