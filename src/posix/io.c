@@ -43,9 +43,12 @@
  * event loop's one thread that waits in the kernel costs less than a round
  * trip through the ring (parked on the epoll descriptor, redis-server under
  * redis-benchmark served a request in 42-43 us against 26-28 us on the C
- * library's threads, 2-CPU machine); posix/epoll.c keeps what ito does
- * meanwhile from ending that wait. Calls made inside the C library itself
- * (stdio's reads and writes) never come here.
+ * library's threads, 2-CPU machine). The kernel ends poll, select and
+ * epoll waits with EINTR at any handler, ito's own pokes included, and
+ * never restarts them: on an ito thread those waits go through
+ * posix/kernel_wait.c, which waits again after an EINTR that no handler of
+ * the program's caused. Calls made inside the C library itself (stdio's
+ * reads and writes) never come here.
  *
  * A signal handler may call these (read and write are async-signal-safe):
  * on a descriptor that is ready they make one system call, as the C
@@ -380,12 +383,65 @@ ITO_POSIX_API int connect(int fd, __CONST_SOCKADDR_ARG addr, socklen_t len)
     PARKING_CALL(NEVER_RESTARTS, fd, 0, ito_connect(fd, ADDR(addr), len));
 }
 
+/* A timeout's deadline: 0 for none (wait for ever). */
+static uint64_t deadline_in(uint64_t ns)
+{
+    return ns >= UINT64_MAX / 2 ? 0 : ito_now_ns() + ns;   /* (0 ns: now, already past) */
+}
+
+/* The waits of poll and select on an ito thread that does not park (the
+ * rings are off; for select, also sets beyond what poll is given): the C
+ * library's system call, made again after an EINTR of ito's own
+ * (posix/kernel_wait.c), until `deadline` (0: for ever). */
+static uint64_t kernel_deadline(uint64_t deadline) { return deadline ? deadline : ITO__POSIX_NO_DEADLINE; }
+
+struct poll_args {
+    struct pollfd *fds;
+    nfds_t n;
+};
+
+static int poll_once(void *arg, const sigset_t *mask, uint64_t deadline)
+{
+    struct poll_args *a = arg;
+    struct timespec ts;
+    return ITO__POSIX_LIBC(ppoll, "GLIBC_2.4")(a->fds, a->n, ito__posix_time_left(deadline, &ts), mask);
+}
+
+static int poll_in_kernel(struct pollfd *fds, nfds_t n, uint64_t deadline)
+{
+    struct poll_args a = { fds, n };
+    return ito__posix_kernel_wait(poll_once, &a, kernel_deadline(deadline));
+}
+
+struct select_args {
+    int n;
+    fd_set *rd, *wr, *ex;
+};
+
+static int select_once(void *arg, const sigset_t *mask, uint64_t deadline)
+{
+    struct select_args *a = arg;
+    struct timespec ts;
+    /* (On EINTR the kernel leaves the sets as they were: the next try
+     * waits on the same ones.) */
+    return ITO__POSIX_LIBC(pselect, "GLIBC_2.2.5")(a->n, a->rd, a->wr, a->ex, ito__posix_time_left(deadline, &ts),
+                                                   mask);
+}
+
+static int select_in_kernel(int n, fd_set *rd, fd_set *wr, fd_set *ex, uint64_t deadline)
+{
+    struct select_args a = { n, rd, wr, ex };
+    return ito__posix_kernel_wait(select_once, &a, kernel_deadline(deadline));
+}
+
 ITO_POSIX_API int poll(struct pollfd *fds, nfds_t n, int timeout_ms)
 {
     if (in_ito())
         return ito__libc_poll(fds, n, timeout_ms);
-    if (!parks())
+    if (!parks() && (timeout_ms == 0 || !ito__thread_self()))
         return LIBC_CALL(poll, "GLIBC_2.2.5", fds, n, timeout_ms);
+    if (!parks())
+        return poll_in_kernel(fds, n, timeout_ms < 0 ? 0 : deadline_in((uint64_t)timeout_ms * 1000000u));
     PARKING_CALL(NEVER_RESTARTS, -1, 0, ito_poll(fds, n, timeout_ms));
 }
 
@@ -439,20 +495,17 @@ static int select_until(int n, fd_set *rd, fd_set *wr, fd_set *ex, uint64_t dead
     return count;
 }
 
-/* A timeout's deadline: 0 for none (wait for ever). */
-static uint64_t deadline_in(uint64_t ns)
-{
-    return ns >= UINT64_MAX / 2 ? 0 : ito_now_ns() + ns;   /* (0 ns: now, already past) */
-}
+typedef int select_wait_fn(int n, fd_set *rd, fd_set *wr, fd_set *ex, uint64_t deadline);
 
-static int select_parked(int n, fd_set *rd, fd_set *wr, fd_set *ex, struct timeval *tv)
+/* select with a timeval, waiting by `wait`. */
+static int select_timed(int n, fd_set *rd, fd_set *wr, fd_set *ex, struct timeval *tv, select_wait_fn *wait)
 {
     uint64_t ns = !tv ? UINT64_MAX
                 : (uint64_t)tv->tv_sec >= UINT64_MAX / 2000000000u
                       ? UINT64_MAX
                       : (uint64_t)tv->tv_sec * 1000000000u + (uint64_t)tv->tv_usec * 1000u;
     uint64_t deadline = deadline_in(ns);
-    int r = select_until(n, rd, wr, ex, deadline);
+    int r = wait(n, rd, wr, ex, deadline);
     int e = errno;
     if (tv && deadline && (r >= 0 || e == EINTR)) {
         /* Linux's select leaves the time that was left in the timeout (also
@@ -469,12 +522,14 @@ ITO_POSIX_API int select(int n, fd_set *rd, fd_set *wr, fd_set *ex, struct timev
 {
     if (in_ito())
         return (int)syscall(SYS_select, n, rd, wr, ex, tv);
-    /* What select itself must judge (a count beyond the sets, a bad
-     * timeout) or that does not wait (a zero timeout) is the C library's. */
-    if (!parks() || n < 0 || n > FD_SETSIZE ||
+    /* What select itself must judge (a negative count, a bad timeout) or
+     * that does not wait (a zero timeout) is the C library's. */
+    if (!ito__thread_self() || n < 0 ||
         (tv && (tv->tv_sec < 0 || tv->tv_usec < 0 || tv->tv_usec >= 1000000 || (!tv->tv_sec && !tv->tv_usec))))
         return LIBC_CALL(select, "GLIBC_2.2.5", n, rd, wr, ex, tv);
-    PARKING_CALL(NEVER_RESTARTS, -1, 0, select_parked(n, rd, wr, ex, tv));
+    if (!parks() || n > FD_SETSIZE)
+        return select_timed(n, rd, wr, ex, tv, select_in_kernel);
+    PARKING_CALL(NEVER_RESTARTS, -1, 0, select_timed(n, rd, wr, ex, tv, select_until));
 }
 
 /* A timespec timeout's length in ns (UINT64_MAX: none); false if invalid. */
@@ -511,17 +566,13 @@ ITO_POSIX_API int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *tmo
         return (int)syscall(SYS_ppoll, fds, n, t, mask, _NSIG / 8);
     }
     uint64_t old;
-    if (!parks() || !timeout_ns(tmo, &ns) || (!mask && ns == 0)) {
-        if (!mask || !ito__thread_self() || !timeout_ns(tmo, &ns))
-            return LIBC_CALL(ppoll, "GLIBC_2.4", fds, n, tmo, mask);
-        /* The rings are off: the C library's call, under the thread's mask. */
-        int r = ito__posix_mask_begin(mask, &old) ? -1 : LIBC_CALL(ppoll, "GLIBC_2.4", fds, n, tmo, NULL);
-        return ito__posix_mask_end(old, r);
-    }
+    if (!ito__thread_self() || !timeout_ns(tmo, &ns) || (!mask && ns == 0))
+        return LIBC_CALL(ppoll, "GLIBC_2.4", fds, n, tmo, mask);
     uint64_t deadline = deadline_in(ns);
+    int (*wait)(struct pollfd *, nfds_t, uint64_t) = parks() ? poll_parked : poll_in_kernel;
     if (!mask)
-        return poll_parked(fds, n, deadline);
-    int r = ito__posix_mask_begin(mask, &old) ? -1 : poll_parked(fds, n, deadline);
+        return wait(fds, n, deadline);
+    int r = ito__posix_mask_begin(mask, &old) ? -1 : wait(fds, n, deadline);
     return ito__posix_mask_end(old, r);
 }
 
@@ -547,17 +598,12 @@ ITO_POSIX_API int pselect(int n, fd_set *rd, fd_set *wr, fd_set *ex, const struc
         return (int)syscall(SYS_pselect6, n, rd, wr, ex, t, &m);
     }
     uint64_t old;
-    if (!parks() || n < 0 || n > FD_SETSIZE || !timeout_ns(tmo, &ns) || (!mask && ns == 0)) {
-        if (!mask || !ito__thread_self() || !timeout_ns(tmo, &ns))
-            return LIBC_CALL(pselect, "GLIBC_2.2.5", n, rd, wr, ex, tmo, mask);
-        /* The rings are off (or the sets are beyond what poll is given): the
-         * C library's call, under the thread's mask. */
-        int r = ito__posix_mask_begin(mask, &old) ? -1 : LIBC_CALL(pselect, "GLIBC_2.2.5", n, rd, wr, ex, tmo, NULL);
-        return ito__posix_mask_end(old, r);
-    }
+    if (!ito__thread_self() || n < 0 || !timeout_ns(tmo, &ns) || (!mask && ns == 0))
+        return LIBC_CALL(pselect, "GLIBC_2.2.5", n, rd, wr, ex, tmo, mask);
     uint64_t deadline = deadline_in(ns);
+    select_wait_fn *wait = parks() && n <= FD_SETSIZE ? select_parked_until : select_in_kernel;
     if (!mask)
-        return select_parked_until(n, rd, wr, ex, deadline);
-    int r = ito__posix_mask_begin(mask, &old) ? -1 : select_parked_until(n, rd, wr, ex, deadline);
+        return wait(n, rd, wr, ex, deadline);
+    int r = ito__posix_mask_begin(mask, &old) ? -1 : wait(n, rd, wr, ex, deadline);
     return ito__posix_mask_end(old, r);
 }

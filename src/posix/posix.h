@@ -261,6 +261,16 @@ uint64_t ito__posix_signals_deliverable(struct ito__pthread *pt, struct ito__thr
  * masks are used, or a thread waits in epoll), and tell the router that some
  * thread now accepts `bits`. */
 void ito__posix_sigroute_start(void);
+/* A wait in the kernel on an ito thread of the POSIX face, outside ito's
+ * own code (posix/kernel_wait.c): once(arg, mask, deadline) is the system
+ * call, under mask, until the deadline (ito_now_ns's clock;
+ * ITO__POSIX_NO_DEADLINE: for ever), made again after an EINTR that no
+ * handler of the program's caused. Returns once's answer, with errno. */
+#define ITO__POSIX_NO_DEADLINE UINT64_MAX
+typedef int ito__posix_wait_once_fn(void *arg, const sigset_t *mask, uint64_t deadline);
+int ito__posix_kernel_wait(ito__posix_wait_once_fn *once, void *arg, uint64_t deadline);
+/* The time left until deadline in *ts, or NULL for none. */
+struct timespec *ito__posix_time_left(uint64_t deadline, struct timespec *ts);
 void ito__posix_sigroute_accept(uint64_t bits);
 
 /* The child of fork (posix/fork.c): each file's locks, lists and kernel

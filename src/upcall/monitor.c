@@ -135,6 +135,9 @@ struct watch {
     uint64_t ticks;
     uint64_t cpu_ns;
     uint64_t still_since;
+    /* The same carrier used CPU time between the last two scans: it
+     * computes (or did until a moment ago), it is not asleep in the kernel. */
+    bool ran;
     uint64_t inbox_since;   /* threads seen in its inbox while it ran one since then (0: none) */
 };
 
@@ -232,8 +235,11 @@ static bool watch_stall(struct ito__vproc *vp, struct watch *w, uintptr_t mark, 
         atomic_load_explicit(&vp->run_state, memory_order_relaxed) != ITO__VP_BUSY ||
         !ito__carrier_cpu_time(carrier, &cpu)) {
         w->still_since = 0;   /* not a candidate */
+        w->ran = false;
         return false;
     }
+    /* (A first sight proves nothing: the carrier may have slept since.) */
+    w->ran = w->still_since && carrier == w->carrier && cpu != w->cpu_ns;
     if (!w->still_since || carrier != w->carrier || ticks != w->ticks || cpu != w->cpu_ns) {
         /* It picked a thread or ran since the last look (a thread computing
          * through its slice is preempt.c's business): a new window opens
@@ -307,8 +313,8 @@ static uint64_t look_late(uint64_t now)
         }
         /* Only a carrier that ran since the last scan computes: one asleep
          * in the kernel (a stall: watch_stall) would be woken from its call
-         * for nothing. */
-        bool computing = w->still_since == now;
+         * for nothing, or end it with EINTR. */
+        bool computing = w->ran;
         uint64_t next = atomic_load_explicit(&vp->timers.next, memory_order_relaxed);
         /* Threads sent to it (a preferred vproc) wait in its inbox. */
         if (!atomic_load_explicit(&vp->inbox, memory_order_relaxed))
@@ -335,7 +341,7 @@ static uint64_t look_late(uint64_t now)
         int least = -1, least_prio = ITO_PRIO_MAX + 1;
         for (int i = 0; i < ito__rt.nvprocs; i++) {
             int p = ito_policy_running_priority(i);
-            if (p >= 0 && p < least_prio) {
+            if (watches[i].ran && p >= 0 && p < least_prio) {
                 least = i;
                 least_prio = p;
             }
@@ -448,6 +454,7 @@ static void *monitor_main(void *arg)
                 acted |= watch_stall(vp, w, mark, now, &stall_due);
                 continue;
             }
+            w->ran = false;   /* in a bracketed call */
             uint64_t calls = atomic_load_explicit(&vp->kcalls, memory_order_relaxed);
             if (!w->since || w->kcalls != calls) {
                 w->kcalls = calls;

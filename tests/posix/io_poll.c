@@ -32,6 +32,7 @@ static void *poll_interrupted(void *arg)
 {
     struct pollfd pf = { .fd = p[0], .events = POLLIN };
     FAILS_INTERRUPTED(poll(&pf, 1, -1));
+    CHECK(atomic_load(&handled) >= 1);
     atomic_store(&finished, 1);
     return NULL;
 }
@@ -83,6 +84,7 @@ static void *ppoll_interrupted(void *arg)
 {
     struct pollfd pf = { .fd = p[0], .events = POLLIN };
     FAILS_INTERRUPTED(ppoll(&pf, 1, NULL, NULL));
+    CHECK(atomic_load(&handled) >= 1);
     atomic_store(&finished, 1);
     return NULL;
 }
@@ -93,6 +95,7 @@ static void *pselect_interrupted(void *arg)
     FD_ZERO(&rd);
     FD_SET(p[0], &rd);
     FAILS_INTERRUPTED(pselect(p[0] + 1, &rd, NULL, NULL, NULL, NULL));
+    CHECK(atomic_load(&handled) >= 1);
     atomic_store(&finished, 1);
     return NULL;
 }
@@ -103,6 +106,7 @@ static void *select_interrupted(void *arg)
     FD_ZERO(&rd);
     FD_SET(p[0], &rd);
     FAILS_INTERRUPTED(select(p[0] + 1, &rd, NULL, NULL, NULL));
+    CHECK(atomic_load(&handled) >= 1);
     atomic_store(&finished, 1);
     return NULL;
 }
@@ -139,7 +143,8 @@ static void epoll_wait_is_ended_by_a_signal_for_the_process(void)
 }
 
 /* While a thread waits, others read and write pipes and are sent signals:
- * its timed waits end with 0 at their timeout, never with EINTR. */
+ * its timed waits (epoll, poll, ppoll, select, pselect) end with 0 at their
+ * timeout, never with EINTR. */
 enum { BUSY_PAIRS = 4 };
 static int busy_pipes[BUSY_PAIRS][2][2];
 static atomic_int busy_stop;
@@ -164,21 +169,35 @@ static void *busy_side(void *arg)
     return NULL;
 }
 
-static void *epoll_timing_out(void *arg)
+/* Each timed wait in turn, on p[0] (empty): 0 at its timeout, never EINTR. */
+static void *timing_out(void *arg)
 {
     int ep = epoll_on_p0();
-    struct epoll_event ev;
-    for (int i = 0; i < 5; i++) {
-        uint64_t t0 = conform_now(CLOCK_MONOTONIC);
-        errno = 0;
-        CHECK_EQ(epoll_wait(ep, &ev, 1, 100), 0);
-        CHECK(conform_now(CLOCK_MONOTONIC) - t0 >= 99000000ull);
-    }
+    for (int round = 0; round < 3; round++)
+        for (int kind = 0; kind < 5; kind++) {
+            uint64_t t0 = conform_now(CLOCK_MONOTONIC);
+            struct epoll_event ev;
+            struct pollfd pf = { .fd = p[0], .events = POLLIN };
+            struct timespec ts = { 0, 60000000 };
+            struct timeval tv = { 0, 60000 };
+            fd_set rd;
+            FD_ZERO(&rd);
+            FD_SET(p[0], &rd);
+            errno = 0;
+            switch (kind) {
+            case 0: CHECK_EQ(epoll_wait(ep, &ev, 1, 60), 0); break;
+            case 1: CHECK_EQ(poll(&pf, 1, 60), 0); break;
+            case 2: CHECK_EQ(ppoll(&pf, 1, &ts, NULL), 0); break;
+            case 3: CHECK_EQ(select(p[0] + 1, &rd, NULL, NULL, &tv), 0); break;
+            default: CHECK_EQ(pselect(p[0] + 1, &rd, NULL, NULL, &ts, NULL), 0); break;
+            }
+            CHECK(conform_now(CLOCK_MONOTONIC) - t0 >= 59000000ull);
+        }
     close(ep);
     return NULL;
 }
 
-static void epoll_wait_ignores_other_threads(void)
+static void timed_waits_ignore_other_threads(void)
 {
     install(0);
     CHECK_EQ(pipe(p), 0);
@@ -189,7 +208,7 @@ static void epoll_wait_ignores_other_threads(void)
         for (int side = 0; side < 2; side++)
             busy_threads[i][side] = start(busy_side, (void *)(intptr_t)(2 * i + side));
     }
-    pthread_t t = start(epoll_timing_out, NULL);
+    pthread_t t = start(timing_out, NULL);
     int e = EBUSY;
     for (int i = 0; e == EBUSY; i++) {
         OK(pthread_kill(busy_threads[i / 2 % BUSY_PAIRS][i % 2], SIGUSR1));
@@ -457,7 +476,7 @@ int main(void)
     RUN_CASE(epoll_wait_fails_with_eintr_even_under_sa_restart, 10);
     RUN_CASE(epoll_pwait_takes_its_mask, 10);
     RUN_CASE(epoll_wait_is_ended_by_a_signal_for_the_process, 10);
-    RUN_CASE(epoll_wait_ignores_other_threads, 20);
+    RUN_CASE(timed_waits_ignore_other_threads, 20);
     RUN_CASE(epoll_wait_timeouts_and_errors, 10);
     RUN_CASE(epoll_wait_wakes_when_ready, 10);
     RUN_CASE(select_timeouts_sets_and_errors, 10);
