@@ -183,6 +183,9 @@ static int start(const ito_config_t *c, bool adopt)
     ito__trace_init();   /* ITO_TRACE (runtime/trace.c) */
     if ((e = ito__vprocs_create(n, pin)))
         return e;
+    /* Before the policy's init: a policy may read the slice length there
+     * (ws's next-slot rule depends on whether slices are on). */
+    ito__preempt_init();
     void *shared = NULL;
     if (pol->init && (e = pol->init(n, &shared)))
         return e;
@@ -193,7 +196,6 @@ static int start(const ito_config_t *c, bool adopt)
     }
     ito__rings_init();
     ito__overflow_install();
-    ito__preempt_init();
     ito__crash_install();
     ito__dump_signal_init();
     ito__sigmask_init();

@@ -7,6 +7,8 @@
  *     busy vproc to look at its timers: upcall/monitor.c, ito__vproc_look);
  *   - a wake-up from a kernel thread ito did not create (the global queue,
  *     or the woken thread's preferred vproc): the same;
+ *   - a semaphore ping-pong beside a thread that computes, on one vproc:
+ *     the pair keeps the vproc for a slice;
  *   - a mixed load on two vprocs — a semaphore ping-pong, sleepers, and
  *     pipe writers and readers whose I/O rarely parks — moves every part:
  *     the threads that use whole slices are charged for them and queue
@@ -22,6 +24,9 @@
 #include <unistd.h>
 
 static atomic_bool stop;
+static ito_sem_t ping_sem, pong_sem;
+static atomic_long pings, sleeps, words;
+static atomic_bool pong_quit;   /* the pinger decides when the pair ends */
 
 static void *compute(void *arg)
 {
@@ -106,11 +111,42 @@ static void foreign_wakes(bool home)
 static void part_foreign(void) { foreign_wakes(false); }
 static void part_foreign_home(void) { foreign_wakes(true); }
 
+/* ------------------------------- a ping-pong beside a computing thread */
+
+static void *compute_after_yield(void *arg)
+{
+    ito_yield();   /* queued behind the pair, which starts first */
+    return compute(arg);
+}
+
+static void *pinger(void *arg);
+static void *ponger(void *arg);
+
+/* A pair that wakes each other keeps the vproc for a slice, then the
+ * computing thread gets its turn: with slices of 2 s, it keeps it for the
+ * whole second. (ws once let the computing thread in after 8 picks from
+ * its next slot whether slices were on or not: it read the slice length
+ * before ito had set it. The pair made 8 round trips a slice.) */
+static void part_pair(void)
+{
+    OK(ito_sem_init(&ping_sem, 0));
+    OK(ito_sem_init(&pong_sem, 0));
+    ito_thread_t a, b, busy;
+    OK(ito_spawn(&a, NULL, pinger, NULL));
+    OK(ito_spawn(&b, NULL, ponger, NULL));
+    OK(ito_spawn(&busy, NULL, compute_after_yield, NULL));
+    OK(ito_sleep_ns(1000000000u));
+    atomic_store(&stop, true);
+    long p = atomic_load(&pings);
+    OK(ito_join(a, NULL));
+    OK(ito_join(b, NULL));
+    OK(ito_join(busy, NULL));
+    printf("wakeups: a ping-pong beside a computing thread, 1 s on 1 vproc: %ld round trips\n", p);
+    CHECK(p >= 10000);   /* a round trip takes well under a microsecond */
+}
+
 /* ---------------------------------------------------- a mixed load */
 
-static ito_sem_t ping_sem, pong_sem;
-static atomic_long pings, sleeps, words;
-static atomic_bool pong_quit;   /* the pinger decides when the pair ends */
 
 static void *pinger(void *arg)
 {
@@ -218,6 +254,7 @@ int main(void)
     test_run_part("wakeups", "a due timer", part_timer, 1, slow);
     test_run_part("wakeups", "a wake-up from outside", part_foreign, 1, slow);
     test_run_part("wakeups", "a wake-up from outside, to a home vproc", part_foreign_home, 1, slow);
+    test_run_part("wakeups", "a ping-pong beside a computing thread", part_pair, 1, slow);
     test_run_part("wakeups", "a mixed load", part_mixed, 2, NULL);
     return 0;
 }
