@@ -33,7 +33,8 @@
  * quantum), prio_tick's backstop sends every thread to the expired array
  * once an expired one has waited too long (Linux 2.6's EXPIRED_STARVING).
  * A ready thread whose priority changes moves to its new level
- * (prio_priority_changed).
+ * (prio_priority_changed); a raised one also leaves the expired array, so
+ * that it runs at once where it is now more urgent than a running thread.
  *
  * Urgency across vprocs ([SA §1.2]). A thread that becomes ready
  * should not wait while a less urgent one runs on any vproc. A thread made
@@ -441,7 +442,10 @@ static void prio_priority_changed(ito_policy_vproc_t *vp, ito_policy_node_t *n)
     /* Still queued here? It may have been picked, run and queued elsewhere. */
     if ((p->one_queue || queued_on(n) == on) && ito__prioq_state(n) == ITO__PRIOQ_ENQUEUED &&
         ito__prioq_level(n) != level) {
-        bool expired = ito__prioq_in_expired(&q->q, n);
+        /* A raise takes it out of the expired array: the program says it
+         * matters now (each raise lets it skip the wait once; a lowered
+         * one stays where it was). */
+        bool expired = ito__prioq_in_expired(&q->q, n) && level < ito__prioq_level(n);
         if (ito__prioq_remove(&q->q, n)) {
             ito__prioq_push(&q->q, n, level, expired, ITO__PRIOQ_BACK);
             moved = !expired;

@@ -293,6 +293,48 @@ static void part_raise_moves(void)
     CHECK_EQ(order[1], 1);
 }
 
+/* A thread that yielded waits in the expired array until the active one
+ * empties; raised there, it runs before the threads of its old level that
+ * are still active, as soon as the vproc picks. */
+static atomic_int raise_go, raise_yielded;
+
+static void *yield_then_record(void *arg)
+{
+    atomic_store(&raise_yielded, 1);
+    ito_yield();   /* to the expired array */
+    return record(arg);
+}
+
+static void *compute_then_record(void *arg)
+{
+    while (!atomic_load(&raise_go))
+        ;
+    return record(arg);
+}
+
+static void part_raise_leaves_expired(void)
+{
+    OK(ito_set_priority(ito_self(), ITO_PRIO_MAX));
+    ito_attr_t a;
+    OK(ito_attr_init(&a));
+    OK(ito_attr_set_priority(&a, 8));
+    ito_thread_t yielder, computer;
+    norder = 0;
+    OK(ito_spawn(&yielder, &a, yield_then_record, (void *)(intptr_t)1));
+    OK(ito_spawn(&computer, &a, compute_then_record, (void *)(intptr_t)2));
+    OK(ito_sleep_ns(20000000));   /* the yielder yields, the other computes; main's timer ends that */
+    CHECK(atomic_load(&raise_yielded));
+    CHECK_EQ(norder, 0);
+    OK(ito_set_priority(yielder, 20));
+    atomic_store(&raise_go, 1);
+    OK(ito_set_priority(ito_self(), 0));   /* main gives way to both */
+    OK(ito_join(yielder, NULL));
+    OK(ito_join(computer, NULL));
+    CHECK_EQ(norder, 2);
+    CHECK_EQ(order[0], 1);
+    CHECK_EQ(order[1], 2);
+}
+
 /* --------------------------------------------------------------- run */
 
 static void run(const char *name, void (*part)(void), int vprocs, const char *slice_us)
@@ -311,5 +353,6 @@ int main(void)
     run("remote gives way", part_remote_gives_way, 2, NULL);
     run("shares", part_shares, 1, "1000");
     run("a priority raised moves the thread", part_raise_moves, 1, NULL);
+    run("a priority raised leaves the expired array", part_raise_leaves_expired, 1, NULL);
     return 0;
 }
