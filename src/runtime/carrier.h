@@ -47,8 +47,9 @@ bool ito__carrier_steal(struct ito__vproc *vp, struct ito__activation *carrier, 
  * by a timer armed before the end of its sleep (WOKEN_TIMER). */
 enum { ITO__MONITOR_ASLEEP = 1, ITO__MONITOR_ASLEEP_LONG = 2, ITO__MONITOR_WOKEN_BUSY = 3, ITO__MONITOR_WOKEN_TIMER = 4 };
 /* A timer overdue by this much on a vproc that computes, while no vproc is
- * idle to run it, makes the monitor ask that vproc to look (ito__vproc_look);
- * so do threads left this long in the global queue. */
+ * idle to run it, makes the monitor ask that vproc to look (ito__vproc_look)
+ * — at once, if the vproc has run one thread this long already; so do
+ * threads left this long in the global queue. */
 #define ITO__LOOK_LATE_NS 200000u
 /* A timer was armed (after publishing it in its heap): wake the monitor if
  * it sleeps past deadline + ITO__LOOK_LATE_NS (ito__rt.monitor_until). */

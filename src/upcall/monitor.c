@@ -138,6 +138,9 @@ struct watch {
     /* The same carrier used CPU time between the last two scans: it
      * computes (or did until a moment ago), it is not asleep in the kernel. */
     bool ran;
+    /* Since when it has run one thread (its pick count unchanged; 0: not
+     * watching): a thread that computes, as far as the scans can tell. */
+    uint64_t pick_since;
     uint64_t inbox_since;   /* threads seen in its inbox while it ran one since then (0: none) */
 };
 
@@ -236,10 +239,13 @@ static bool watch_stall(struct ito__vproc *vp, struct watch *w, uintptr_t mark, 
         !ito__carrier_cpu_time(carrier, &cpu)) {
         w->still_since = 0;   /* not a candidate */
         w->ran = false;
+        w->pick_since = 0;
         return false;
     }
     /* (A first sight proves nothing: the carrier may have slept since.) */
     w->ran = w->still_since && carrier == w->carrier && cpu != w->cpu_ns;
+    if (!w->still_since || carrier != w->carrier || ticks != w->ticks)
+        w->pick_since = now;
     if (!w->still_since || carrier != w->carrier || ticks != w->ticks || cpu != w->cpu_ns) {
         /* It picked a thread or ran since the last look (a thread computing
          * through its slice is preempt.c's business): a new window opens
@@ -325,7 +331,12 @@ static uint64_t look_late(uint64_t now)
             next = w->inbox_since;
         if (next == UINT64_MAX)
             continue;
+        /* Its running thread may pick soon and see to it: look once it is
+         * ITO__LOOK_LATE_NS overdue — or at once, if that thread has
+         * computed that long already without a pick (the watch's window). */
         uint64_t late = next + ITO__LOOK_LATE_NS;
+        if (w->pick_since && w->pick_since + ITO__LOOK_LATE_NS < late)
+            late = w->pick_since + ITO__LOOK_LATE_NS > next ? w->pick_since + ITO__LOOK_LATE_NS : next;
         if (late <= now && computing)
             ito__vproc_look(vp);
         else if (late <= now)
@@ -455,6 +466,7 @@ static void *monitor_main(void *arg)
                 continue;
             }
             w->ran = false;   /* in a bracketed call */
+            w->pick_since = 0;
             uint64_t calls = atomic_load_explicit(&vp->kcalls, memory_order_relaxed);
             if (!w->since || w->kcalls != calls) {
                 w->kcalls = calls;
