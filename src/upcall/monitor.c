@@ -141,6 +141,7 @@ struct watch {
     /* Since when it has run one thread (its pick count unchanged; 0: not
      * watching): a thread that computes, as far as the scans can tell. */
     uint64_t pick_since;
+    uint64_t seen_at;       /* when the last scan watched it (with pick_since) */
     uint64_t inbox_since;   /* threads seen in its inbox while it ran one since then (0: none) */
 };
 
@@ -244,8 +245,14 @@ static bool watch_stall(struct ito__vproc *vp, struct watch *w, uintptr_t mark, 
     }
     /* (A first sight proves nothing: the carrier may have slept since.) */
     w->ran = w->still_since && carrier == w->carrier && cpu != w->cpu_ns;
-    if (!w->still_since || carrier != w->carrier || ticks != w->ticks)
+    /* A pick since the last scan: it may have come at any time since then.
+     * Taken as then: the look it may bring is what a late timer needs
+     * (a vproc that picks often has run its timers by now anyway). */
+    if (!w->still_since || carrier != w->carrier)
         w->pick_since = now;
+    else if (ticks != w->ticks)
+        w->pick_since = w->seen_at;
+    w->seen_at = now;
     if (!w->still_since || carrier != w->carrier || ticks != w->ticks || cpu != w->cpu_ns) {
         /* It picked a thread or ran since the last look (a thread computing
          * through its slice is preempt.c's business): a new window opens
