@@ -46,8 +46,11 @@
  * the caller's own vproc, the end of the current ito call). With none
  * lower, it waits where it was made ready. A vproc that picks takes the
  * most urgent queued thread of the process: its own queue's, unless another
- * vproc's `top` is higher, in which case it takes that one instead. Idle
- * vprocs steal the most urgent thread there is. Threads in an expired array
+ * vproc's `top` is higher, in which case it takes that one instead — or
+ * equal, and that queue holds two threads more than its own (balance:
+ * threads spawned on one vproc while the others were busy would otherwise
+ * share that one for ever). Idle vprocs steal the most urgent thread there
+ * is. Threads in an expired array
  * wait by design: that is what keeps the others from starving.
  *
  * Synchronization. "prio": one spinlock per vproc queue, taken by its owner
