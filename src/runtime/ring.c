@@ -235,6 +235,7 @@ static bool reap_locked(struct ito__ring *r, struct ito__thread **wake)
                 /* Claimed under the lock, where an interrupter claims too
                  * (ito__ring_wait): the one that wins makes it ready. */
                 req->parked = false;
+                __atomic_store_n(&r->parked, __atomic_load_n(&r->parked, __ATOMIC_RELAXED) - 1, __ATOMIC_RELAXED);
                 if (ito__wake_claim(&req->thread->wait)) {
                     req->thread->qnext = *wake;
                     *wake = req->thread;
@@ -347,6 +348,8 @@ static int submit_and_park(struct ito__ring *r, struct ito__io_req *req)
         return 0;
     }
     struct ito__waiter *w = ito__waiter_init(NULL);
+    if (!req->parked)   /* (parked again after an interruption: still one) */
+        __atomic_store_n(&r->parked, __atomic_load_n(&r->parked, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
     req->parked = true;
     /* BLOCKED before any reaper can see the CQE; the ring's lock is the
      * one an interrupter takes (runtime/wait.h). */

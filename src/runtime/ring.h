@@ -22,6 +22,7 @@ struct ito__ring {
     uint32_t ev_gen;             /* lock: ...with this generation (user_data) */
     struct ito__activation *ev_act; /* lock: ...submitted by this activation */
     struct ito__vproc *vp;       /* owner (immutable) */
+    _Atomic unsigned parked;     /* threads parked for its completions (written under lock) */
 };
 
 /* One operation of a parked thread: one or more SQEs whose user_data points
@@ -76,6 +77,17 @@ static inline bool ito__ring_ready(struct ito__ring *ring)
     unsigned head = __atomic_load_n(ring->uring.cq.khead, __ATOMIC_RELAXED);
     return tail != head ||
            (__atomic_load_n(ring->uring.sq.kflags, __ATOMIC_RELAXED) & IORING_SQ_CQ_OVERFLOW);
+}
+/* How far `ring`'s completions have been reaped (a hint, as above). */
+static inline unsigned ito__ring_head(struct ito__ring *ring)
+{
+    return __atomic_load_n(ring->uring.cq.khead, __ATOMIC_RELAXED);
+}
+/* Threads are parked waiting for completions on `ring` (a hint, read
+ * without the lock: the monitor's, upcall/monitor.c). */
+static inline bool ito__ring_waiters(struct ito__ring *ring)
+{
+    return __atomic_load_n(&ring->parked, __ATOMIC_RELAXED) != 0;
 }
 /* Reap ring's completions, making their threads ready on the caller's vproc.
  * With `try`, give up if another vproc is reaping. Returns how many threads

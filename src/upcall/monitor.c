@@ -62,10 +62,15 @@
  * computes would leave them until the slice ends, and idle vprocs, which
  * run everyone's timers, may be none. So the monitor also watches the
  * earliest deadline of the busy vprocs: a timer ITO__LOOK_LATE_NS overdue on
- * one whose carrier ran since the last scan, threads left that long in its
- * inbox, or in the global queue while no vproc is idle (then the vproc
- * running the least urgent thread), make it ask that vproc to look
- * (ito__vproc_look: the poke). Its sleeps end by the time the next deadline
+ * one whose carrier ran since the last scan (or due, on one whose thread has
+ * computed that long without a pick), threads left that long in its inbox,
+ * completions left that long unreaped on its ring, or threads in the global
+ * queue while no vproc is idle (then the vproc running the least urgent
+ * thread), make it ask that vproc to look (ito__vproc_look: the poke).
+ * Completions ring no doorbell here: while threads wait on the ring of a
+ * vproc that picked few threads since the last scan, the monitor looks
+ * every ITO__LOOK_IO_NS (a thread woken at each park cost an echo server 8%
+ * of its throughput). Its sleeps end by the time the next deadline
  * would be that late, and a timer armed earlier than the end of a sleep
  * wakes it (ito__carrier_timer_armed, a Dekker pair like the one below: it
  * stores monitor_until, fences and reads the heaps; arm publishes the
@@ -98,11 +103,15 @@
 #include "runtime/sched.h"
 #include "runtime/thread.h"
 #include "runtime/carrier.h"
+#include "runtime/ring.h"
 #include "runtime/vproc.h"
 
 /* Fastest scan period, and the slowest (Go's sysmon: 20 µs to 10 ms). */
 #define ITO__MONITOR_MIN_NS 20000u
 #define ITO__MONITOR_MAX_NS 10000000u
+/* While threads wait for I/O on a vproc whose thread computes, the monitor
+ * looks at its ring this often (look_late). */
+#define ITO__LOOK_IO_NS 1000000u
 /* From this period on, the monitor sleeps where a beginning call can wake it:
  * faster than that, a wake-up per call would cost more than the scans. */
 #define ITO__MONITOR_SLOW_NS 500000u
@@ -142,7 +151,13 @@ struct watch {
      * watching): a thread that computes, as far as the scans can tell. */
     uint64_t pick_since;
     uint64_t seen_at;       /* when the last scan watched it (with pick_since) */
+    /* It picked fewer threads between the last two scans than it takes to
+     * look at its ring (sched.c: periodic, every 32 picks): completions
+     * may wait there until its thread ends. */
+    bool few_picks;
     uint64_t inbox_since;   /* threads seen in its inbox while it ran one since then (0: none) */
+    uint64_t cq_since;      /* completions seen unreaped on its ring since then (0: none)... */
+    unsigned cq_head;       /* ...the ring's CQ head then (it reaps: it moves) */
 };
 
 static struct watch *watches;   /* [nvprocs], monitor only */
@@ -239,7 +254,7 @@ static bool watch_stall(struct ito__vproc *vp, struct watch *w, uintptr_t mark, 
         atomic_load_explicit(&vp->run_state, memory_order_relaxed) != ITO__VP_BUSY ||
         !ito__carrier_cpu_time(carrier, &cpu)) {
         w->still_since = 0;   /* not a candidate */
-        w->ran = false;
+        w->ran = w->few_picks = false;
         w->pick_since = 0;
         return false;
     }
@@ -253,6 +268,7 @@ static bool watch_stall(struct ito__vproc *vp, struct watch *w, uintptr_t mark, 
     else if (ticks != w->ticks)
         w->pick_since = w->seen_at;
     w->seen_at = now;
+    w->few_picks = ticks - w->ticks < 32;
     if (!w->still_since || carrier != w->carrier || ticks != w->ticks || cpu != w->cpu_ns) {
         /* It picked a thread or ran since the last look (a thread computing
          * through its slice is preempt.c's business): a new window opens
@@ -289,18 +305,22 @@ static bool some_idle(void)
            atomic_load_explicit(&ito__rt.nsleeping, memory_order_relaxed) > 0;
 }
 
-/* When a timer of a busy vproc will be ITO__LOOK_LATE_NS overdue, or
- * UINT64_MAX: no timer is armed on one. (An idle vproc runs the timers of
+/* When a timer of a busy vproc will be ITO__LOOK_LATE_NS overdue, or the
+ * ring of one is to be looked at for the threads parked there
+ * (ITO__LOOK_IO_NS from now: look_late), or UINT64_MAX: neither. (An idle vproc runs the timers of
  * busy ones, but it may get busy the next instant.) */
 static uint64_t timers_due(void)
 {
-    uint64_t due = UINT64_MAX;
+    uint64_t due = UINT64_MAX, io = ito__now_ns() + ITO__LOOK_IO_NS;
     for (int i = 0; i < ito__rt.nvprocs; i++) {
         struct ito__vproc *vp = ito__rt.vprocs[i];
+        if (atomic_load_explicit(&vp->run_state, memory_order_relaxed) != ITO__VP_BUSY)
+            continue;
         uint64_t next = atomic_load_explicit(&vp->timers.next, memory_order_relaxed);
-        if (next != UINT64_MAX && atomic_load_explicit(&vp->run_state, memory_order_relaxed) == ITO__VP_BUSY &&
-            next + ITO__LOOK_LATE_NS < due)
+        if (next != UINT64_MAX && next + ITO__LOOK_LATE_NS < due)
             due = next + ITO__LOOK_LATE_NS;
+        if (vp->ring && watches[i].few_picks && ito__ring_waiters(vp->ring) && io < due)
+            due = io;
     }
     return due;
 }
@@ -321,7 +341,7 @@ static uint64_t look_late(uint64_t now)
         struct ito__vproc *vp = ito__rt.vprocs[i];
         struct watch *w = &watches[i];
         if (atomic_load_explicit(&vp->run_state, memory_order_relaxed) != ITO__VP_BUSY) {
-            w->inbox_since = 0;
+            w->inbox_since = w->cq_since = 0;
             continue;
         }
         /* Only a carrier that ran since the last scan computes: one asleep
@@ -336,14 +356,33 @@ static uint64_t look_late(uint64_t now)
             w->inbox_since = now;
         if (w->inbox_since && w->inbox_since < next)
             next = w->inbox_since;
-        if (next == UINT64_MAX)
+        /* Completions on its ring, for threads parked there: the monitor
+         * has no doorbell for them, so while such threads wait on a busy
+         * vproc (its thread may compute all along) it looks every
+         * ITO__LOOK_IO_NS, and asks it to look once completions have stood
+         * unreaped (its CQ head unmoved) ITO__LOOK_LATE_NS: a vproc that
+         * switches reaps them itself, and new ones keep coming. */
+        struct ito__ring *ring = vp->ring;
+        if (!ring || !ito__ring_ready(ring)) {
+            w->cq_since = 0;
+        } else {
+            unsigned head = ito__ring_head(ring);
+            if (!w->cq_since || head != w->cq_head)
+                w->cq_since = now;   /* waiting since now, as far as the scans tell */
+            w->cq_head = head;
+        }
+        if (ring && w->few_picks && ito__ring_waiters(ring) && now + ITO__LOOK_IO_NS < due)
+            due = now + ITO__LOOK_IO_NS;
+        if (next == UINT64_MAX && !w->cq_since)
             continue;
         /* Its running thread may pick soon and see to it: look once it is
          * ITO__LOOK_LATE_NS overdue — or at once, if that thread has
          * computed that long already without a pick (the watch's window). */
-        uint64_t late = next + ITO__LOOK_LATE_NS;
-        if (w->pick_since && w->pick_since + ITO__LOOK_LATE_NS < late)
+        uint64_t late = next == UINT64_MAX ? UINT64_MAX : next + ITO__LOOK_LATE_NS;
+        if (next != UINT64_MAX && w->pick_since && w->pick_since + ITO__LOOK_LATE_NS < late)
             late = w->pick_since + ITO__LOOK_LATE_NS > next ? w->pick_since + ITO__LOOK_LATE_NS : next;
+        if (w->cq_since && w->cq_since + ITO__LOOK_LATE_NS < late)
+            late = w->cq_since + ITO__LOOK_LATE_NS;
         if (late <= now && computing)
             ito__vproc_look(vp);
         else if (late <= now)
@@ -472,7 +511,7 @@ static void *monitor_main(void *arg)
                 acted |= watch_stall(vp, w, mark, now, &stall_due);
                 continue;
             }
-            w->ran = false;   /* in a bracketed call */
+            w->ran = w->few_picks = false;   /* in a bracketed call */
             w->pick_since = 0;
             uint64_t calls = atomic_load_explicit(&vp->kcalls, memory_order_relaxed);
             if (!w->since || w->kcalls != calls) {
