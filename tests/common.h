@@ -212,6 +212,22 @@ static inline void test_run_part(const char *test, const char *name, void (*part
 }
 
 /* Describe a wait status (for failure messages). */
+/* Sleep (ito_sleep_ns, 100 ms at a time) until the process has used `ms`
+ * of CPU time, or 60 s have gone by: shares of CPU time measured so are
+ * the same on a loaded machine, which gives the process less of it. */
+static inline void test_sleep_cpu_time(long ms)
+{
+    struct timespec c0, c, w0, now;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
+    clock_gettime(CLOCK_MONOTONIC, &w0);
+    do {
+        ito_sleep_ns(100 * 1000000ull);
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c);
+        clock_gettime(CLOCK_MONOTONIC, &now);
+    } while ((c.tv_sec - c0.tv_sec) * 1000000000ll + (c.tv_nsec - c0.tv_nsec) < ms * 1000000ll &&
+             now.tv_sec - w0.tv_sec < 60);
+}
+
 static inline const char *test_status_str(int st, char *buf, size_t len)
 {
     if (WIFEXITED(st))

@@ -11,7 +11,6 @@
 #include "common.h"
 
 #include <stdatomic.h>
-#include <time.h>
 
 enum { NBAL = 10 };
 static atomic_uint_fast64_t work[NBAL];
@@ -37,15 +36,7 @@ static void part_balance(void)
         ito_sleep_ns(1000000);   /* the second vproc runs it */
     for (int i = 1; i < NBAL; i++)
         OK(ito_spawn(&t[i], NULL, busy, (void *)(intptr_t)i));
-    struct timespec c0, c, w0, now;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
-    clock_gettime(CLOCK_MONOTONIC, &w0);
-    do {
-        ito_sleep_ns(100 * 1000000ull);
-        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c);
-        clock_gettime(CLOCK_MONOTONIC, &now);
-    } while ((c.tv_sec - c0.tv_sec) * 1000000000ll + (c.tv_nsec - c0.tv_nsec) < 2000 * 1000000ll &&
-             now.tv_sec - w0.tv_sec < 60);
+    test_sleep_cpu_time(2000);
     atomic_store(&stop, 1);
     uint64_t lo = UINT64_MAX, hi = 0;
     for (int i = 0; i < NBAL; i++) {

@@ -233,15 +233,7 @@ static void part_shares(void)
     /* 1.5 s of the vproc's CPU time, not of the clock: slices are CPU time
      * (an epoch of 1+16+32 of them takes up to 100 ms), and a loaded machine
      * gives the process less of it. */
-    struct timespec c0, c, w0, now;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
-    clock_gettime(CLOCK_MONOTONIC, &w0);
-    do {
-        ito_sleep_ns(100 * 1000000ull);
-        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c);
-        clock_gettime(CLOCK_MONOTONIC, &now);
-    } while ((c.tv_sec - c0.tv_sec) * 1000000000ll + (c.tv_nsec - c0.tv_nsec) < 1500 * 1000000ll &&
-             now.tv_sec - w0.tv_sec < 60);
+    test_sleep_cpu_time(1500);
     atomic_store(&share_stop, 1);
     for (int i = 0; i < NSHARE; i++)
         OK(ito_join(t[i], NULL));
@@ -254,60 +246,6 @@ static void part_shares(void)
     CHECK(w[0] > 0);           /* the least urgent is not starved */
     CHECK(w[1] > 2 * w[0]);    /* and the share follows the priority */
     CHECK(w[2] > w[1]);
-}
-
-/* ---------------------------------------- equal shares across vprocs */
-
-/* One thread computes on the second vproc; then 9 more are spawned on the
- * first while the second is busy (only idle vprocs steal). Picks at slice
- * ends even the queues out: each of the 10 gets about a fifth of a vproc,
- * not 9 sharing one while one has the other to itself. */
-enum { NBAL = 10 };
-static atomic_uint_fast64_t bal_work[NBAL];
-static atomic_int bal_stop;
-
-static void *bal_busy(void *arg)
-{
-    int i = (int)(intptr_t)arg;
-    while (!atomic_load_explicit(&bal_stop, memory_order_relaxed)) {
-        for (volatile int k = 0; k < 1000; k++)
-            ;
-        atomic_fetch_add_explicit(&bal_work[i], 1, memory_order_relaxed);
-    }
-    return NULL;
-}
-
-static void part_balance(void)
-{
-    OK(ito_set_priority(ito_self(), ITO_PRIO_MAX));   /* main sleeps, then stops them */
-    ito_thread_t t[NBAL];
-    OK(ito_spawn(&t[0], NULL, bal_busy, (void *)(intptr_t)0));
-    while (!atomic_load(&bal_work[0]))
-        ito_sleep_ns(1000000);   /* the second vproc runs it */
-    for (int i = 1; i < NBAL; i++)
-        OK(ito_spawn(&t[i], NULL, bal_busy, (void *)(intptr_t)i));
-    /* 2 s of the process's CPU time (a loaded machine gives it less). */
-    struct timespec c0, c, w0, now;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
-    clock_gettime(CLOCK_MONOTONIC, &w0);
-    do {
-        ito_sleep_ns(100 * 1000000ull);
-        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c);
-        clock_gettime(CLOCK_MONOTONIC, &now);
-    } while ((c.tv_sec - c0.tv_sec) * 1000000000ll + (c.tv_nsec - c0.tv_nsec) < 2000 * 1000000ll &&
-             now.tv_sec - w0.tv_sec < 60);
-    atomic_store(&bal_stop, 1);
-    uint64_t lo = UINT64_MAX, hi = 0;
-    for (int i = 0; i < NBAL; i++) {
-        OK(ito_join(t[i], NULL));
-        uint64_t w = atomic_load(&bal_work[i]);
-        lo = w < lo ? w : lo;
-        hi = w > hi ? w : hi;
-    }
-    printf("prio: 10 equal threads on 2 vprocs, work least / most: %llu / %llu\n", (unsigned long long)lo,
-           (unsigned long long)hi);
-    fflush(stdout);
-    CHECK(hi < 3 * lo);   /* unbalanced: 9 to 1 */
 }
 
 /* ------------------------------------------------- a priority raised */
@@ -406,7 +344,6 @@ int main(void)
     run("waker gives way", part_waker_gives_way, 1, NULL);
     run("remote gives way", part_remote_gives_way, 2, NULL);
     run("shares", part_shares, 1, "1000");
-    run("equal shares across vprocs", part_balance, 2, "1000");
     run("a priority raised moves the thread", part_raise_moves, 1, NULL);
     run("a priority raised leaves the expired array", part_raise_leaves_expired, 1, NULL);
     return 0;
