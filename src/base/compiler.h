@@ -14,6 +14,7 @@
 #define ITO_INLINE static inline __attribute__((always_inline))
 #define ITO_COLD __attribute__((cold, noinline))
 #define ITO_UNUSED __attribute__((unused))
+#define ITO_WARN_UNUSED __attribute__((warn_unused_result))
 
 /* One cache line (x86-64); used to keep fields written by different vprocs apart. */
 #define ITO_CACHELINE 64

@@ -26,14 +26,16 @@
  * buffers of a deque total less than twice its largest size, and live as long
  * as the deque (the vproc's lifetime). Items are never overwritten in the old
  * buffer after it is retired, so a late thief reads a valid item, and its CAS
- * on top decides whether it may keep it.
+ * on top decides whether it may keep it. With no memory for a larger buffer,
+ * push says so and the caller queues the item elsewhere (ws.c: its FIFO, a
+ * list through the threads): running out of memory never loses a thread nor
+ * stops the process.
  */
 #include "policy/deque.h"
 
 #include <errno.h>
 #include <stdlib.h>
 
-#include "base/panic.h"
 
 static struct ito__deque_buf *buf_new(int64_t cap)
 {
@@ -62,7 +64,7 @@ struct ito__deque_buf *ito__deque_grow(struct ito__deque *d, struct ito__deque_b
 {
     struct ito__deque_buf *n = buf_new(a->cap * 2);
     if (!n)
-        ito__panic("out of memory growing a ready queue to %lld threads", (long long)a->cap * 2);
+        return NULL;
     for (int64_t i = t; i < b; i++)
         atomic_store_explicit(&n->slot[i & (n->cap - 1)],
                               atomic_load_explicit(&a->slot[i & (a->cap - 1)], memory_order_relaxed),

@@ -29,21 +29,25 @@ struct ito__deque {
 enum { ITO__DEQUE_EMPTY = 0, ITO__DEQUE_LOST = 1, ITO__DEQUE_OK = 2 };
 
 int ito__deque_init(struct ito__deque *d, unsigned log_cap);
+/* The owner's push into a full deque: a buffer twice as large, or NULL if
+ * there is no memory for one (the deque stays as it was). */
 struct ito__deque_buf *ito__deque_grow(struct ito__deque *d, struct ito__deque_buf *a, int64_t t, int64_t b);
 /* Anyone: take the oldest item. */
 int ito__deque_steal(struct ito__deque *d, void **x);
 
-/* Owner: push at the bottom. */
-static inline void ito__deque_push(struct ito__deque *d, void *x)
+/* Owner: push at the bottom. false: the deque is full and there is no
+ * memory to grow it; x is not in it (the caller puts it elsewhere). */
+ITO_WARN_UNUSED static inline bool ito__deque_push(struct ito__deque *d, void *x)
 {
     int64_t b = atomic_load_explicit(&d->bottom, memory_order_relaxed);
     int64_t t = atomic_load_explicit(&d->top, memory_order_acquire);
     struct ito__deque_buf *a = atomic_load_explicit(&d->buf, memory_order_relaxed);
-    if (ITO_UNLIKELY(b - t > a->cap - 1))
-        a = ito__deque_grow(d, a, t, b);
+    if (ITO_UNLIKELY(b - t > a->cap - 1) && !(a = ito__deque_grow(d, a, t, b)))
+        return false;
     atomic_store_explicit(&a->slot[b & (a->cap - 1)], x, memory_order_relaxed);
     /* Release pairs with the thieves' acquire load of bottom. */
     atomic_store_explicit(&d->bottom, b + 1, memory_order_release);
+    return true;
 }
 
 /* Owner: the item take would return next, or NULL. */

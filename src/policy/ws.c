@@ -162,6 +162,13 @@ static void yq_push(struct ws *w, ito_policy_node_t *n)
         ito__idle_notify();   /* threads wait behind this one: idle vprocs may take them */
 }
 
+/* Onto our deque; into our FIFO if there is no memory to grow the deque. */
+static void dq_push(struct ws *w, ito_policy_node_t *n)
+{
+    if (ITO_UNLIKELY(!ito__deque_push(&w->dq, n)))
+        yq_push(w, n);
+}
+
 static ito_policy_node_t *yq_pop(struct ws *w)
 {
     if (!yq_head(w))
@@ -197,7 +204,7 @@ static void put_next(struct ws *w, ito_policy_node_t *n, ito_ready_reason_t why)
     }
     if (old) {
         if (why == ITO_READY_SPAWN)
-            ito__deque_push(&w->dq, old);
+            dq_push(w, old);
         else
             yq_push(w, old);
     }
@@ -308,7 +315,7 @@ static ito_policy_node_t *steal_yq(struct ws *thief, struct ws *victim)
     if (first)
         for (ito_policy_node_t *x = first->next, *nx; x; x = nx) {
             nx = x->next;
-            ito__deque_push(&thief->dq, x);
+            dq_push(thief, x);
         }
     if (n > 1)
         ito_policy_spread(n - 1);   /* the rest, here and on the victim */
@@ -333,7 +340,7 @@ static ito_policy_node_t *steal_half(struct ws *thief, struct ws *victim)
         if (!first)
             first = x;
         else
-            ito__deque_push(&thief->dq, x);
+            dq_push(thief, x);
         got++;
     }
     /* The rest of a burst, here and on the victim: for more idle vprocs. */

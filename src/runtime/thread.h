@@ -42,6 +42,7 @@
 #include "runtime/spinlock.h"
 #include "runtime/context.h"
 #include "runtime/stack.h"
+#include "runtime/timer.h"
 #include "runtime/trace.h"
 #include "runtime/wait.h"
 
@@ -140,6 +141,7 @@ struct ito__thread {
      * it is BLOCKED. */
     _Atomic uint8_t wait_on;
     const void *_Atomic wait_obj;
+    struct ito__timer_spill timer_spill; /* its timer, when no heap had room (timer.c) */
 
     /* --- user data --- */
     void *data;                       /* ito_set_data */

@@ -155,6 +155,7 @@ static int make_vprocs(int n, const int *cpu_of)
         if (!vp->stacks || !vp->seen_ticks || !vp->seen_since)
             return ENOMEM;
         atomic_init(&vp->timers.next, UINT64_MAX);
+        vp->timers.spill_min = UINT64_MAX;
         ito__spin_init(&vp->timers.lock, ITO__LOCK_TIMERS);
         ito__spin_init(&vp->held_lk, ITO__LOCK_HELD_QUEUE);
         ito__rt.vprocs[i] = vp;

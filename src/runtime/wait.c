@@ -56,8 +56,8 @@ void ito__wait_begin(struct ito__waiter *w, uint64_t deadline, ito__spinlock *lo
      * queue and interruptible of this wait. */
     atomic_store_explicit(&w->state, seq << 2 | ITO__WAIT_WAITING, memory_order_release);
     ito__thread_set_state(t, ITO__TS_RUNNING, ITO__TS_BLOCKED);
-    if (deadline && ito__timer_arm(t->vp, deadline, t, seq) != 0)
-        ito__panic("out of memory while arming a timer for a timed wait");
+    if (deadline)
+        ito__timer_arm(t->vp, deadline, t, seq);
 }
 
 static int timed_out(struct ito__waiter *w, ito__spinlock *lock, struct ito__waitq *q)
