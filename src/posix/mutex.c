@@ -24,7 +24,8 @@
  * the kernel (the carrier blocks; ito hands its vproc on).
  *
  * Robust mutexes: each thread keeps a list of the robust mutexes it holds
- * (posix/thread.c); a thread that ends holding some marks each OWNER_DIED
+ * (posix/thread.c: room for 8 in the thread, more allocated before a lock
+ * is taken, waiting for memory if there is none); a thread that ends holding some marks each OWNER_DIED
  * and releases it, and the next owner gets EOWNERDEAD, as the kernel's
  * robust list does for kernel threads. Robust and process-shared at once
  * is not supported (the kernel's list is per kernel thread): ENOSYS, said.
@@ -227,6 +228,8 @@ static int relock(struct ito__pmutex *m, bool try)
 int ito__pmutex_lock(struct ito__pmutex *m, uint64_t deadline)
 {
     ito__posix_ensure();
+    if (ITO_UNLIKELY(m->kind & KIND_ROBUST))
+        ito__pthread_robust_reserve();
     uintptr_t self = ito__owner_self(), exp = 0;
     int e = 0;
     /* Acquire pairs with the release of the previous unlock. */
@@ -284,6 +287,8 @@ ITO_POSIX_API int pthread_mutex_trylock(pthread_mutex_t *um)
         return LIBC(trylock)(um);
     ito__posix_ensure();
     struct ito__pmutex *m = PM(um);
+    if (ITO_UNLIKELY(m->kind & KIND_ROBUST))
+        ito__pthread_robust_reserve();
     uintptr_t self = ito__owner_self();
     uintptr_t w = atomic_load_explicit(&m->word, memory_order_relaxed);
     for (;;) {

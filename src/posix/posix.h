@@ -78,8 +78,10 @@ struct ito__pthread {
     _Atomic uint64_t sig_nudged;    /* signals for the process it was woken to take (sigroute.c) */
     _Atomic bool kernel_wait;       /* waits in the kernel with every signal blocked (epoll.c):
                                        the router pokes it, a poke raises nothing */
-    void **robust;                  /* the robust mutexes it holds (their addresses) */
+    void **robust;                  /* the robust mutexes it holds (their addresses): NULL
+                                       (none yet), robust_inline, or allocated */
     size_t nrobust, robust_cap;
+    void *robust_inline[8];         /* room enough for most threads: no allocation */
     /* Attributes it was created with, for pthread_getattr_np. */
     void *stack_addr;               /* lowest address */
     size_t stack_size, guard_size;
@@ -123,7 +125,10 @@ int ito__posix_affinity_attr(pthread_t th, pthread_attr_t *attr);
  * that ignores it)? */
 bool ito__posix_signal_ignored(int sig);
 
-/* The calling thread holds, or no longer holds, a robust mutex. */
+/* Before the calling thread takes a robust mutex: room to record one more.
+ * With no memory for it, the thread waits (sleeping) until there is. */
+void ito__pthread_robust_reserve(void);
+/* The calling thread holds (room reserved), or no longer holds, a robust mutex. */
 void ito__pthread_robust_add(void *m);
 void ito__pthread_robust_remove(void *m);
 

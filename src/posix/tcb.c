@@ -61,6 +61,7 @@
 /* The x86-64 thread control block header (glibc's tcbhead_t): the fields
  * that the ABI and compilers use at fixed offsets. */
 #define TCB_SELF_TCB 0x00        /* the thread pointer itself (%fs:0) */
+#define TCB_DTV 0x08             /* the dynamic thread vector */
 #define TCB_SELF 0x10            /* the descriptor */
 #define TCB_MULTIPLE_THREADS 0x18
 #define TCB_STACK_GUARD 0x28     /* -fstack-protector's canary */
@@ -238,7 +239,7 @@ uintptr_t ito__tcb_create(void *self)
     return tp;
 }
 
-void ito__tcb_reset(uintptr_t tp)
+bool ito__tcb_reset(uintptr_t tp)
 {
     void *self = ito__tcb_self_of(tp);
     if (!atomic_load_explicit(&modules_changed, memory_order_relaxed)) {
@@ -247,16 +248,25 @@ void ito__tcb_reset(uintptr_t tp)
         for (int i = 0; i < nmodules; i++)
             ito__tcb_fill_block(tp, &modules[i]);
         fill(tp, self);
-        return;
+        return true;
     }
     char saved[ITO__TCB_LIBC_BLOCK_MAX];
     if (libc_block_size)
         memcpy(saved, (void *)(tp + libc_block), libc_block_size);
-    deallocate_tls((void *)tp, false);   /* the DTV and dynamically allocated blocks */
-    allocate_tls((void *)tp);            /* a new DTV, every module's initial values */
+    /* A new DTV and every module's initial values first: if there is no
+     * memory for the DTV, the dynamic linker installs nothing and touches no
+     * block, and tp stays as it was, whole, for a later try. */
+    void **dtv = (void **)(tp + TCB_DTV), *old = *dtv;
+    if (!allocate_tls((void *)tp))
+        return false;
+    void *now = *dtv;
+    *dtv = old;
+    deallocate_tls((void *)tp, false);   /* the old DTV and its dynamically allocated blocks */
+    *dtv = now;
     if (libc_block_size)
         memcpy((void *)(tp + libc_block), saved, libc_block_size);
     fill(tp, self);
+    return true;
 }
 
 void ito__tcb_fill_block(uintptr_t tp, const void *arg)

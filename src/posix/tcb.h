@@ -20,8 +20,9 @@ uintptr_t ito__tcb_create(void *self);
 /* Make a used thread pointer new again for the next thread: initial TLS
  * values for every module but the C library's, whose block (its malloc
  * cache, its locale pointers) stays with the thread pointer, as glibc keeps
- * it with a cached stack. */
-void ito__tcb_reset(uintptr_t tp);
+ * it with a cached stack. false if out of memory (a library loaded with
+ * dlopen since start: a new DTV is needed); tp is then as it was. */
+bool ito__tcb_reset(uintptr_t tp);
 /* The child of fork: take tp, the forking thread's, out of the lists glibc's
  * fork put it in (posix/fork.c). */
 void ito__tcb_forked(uintptr_t tp);

@@ -126,7 +126,10 @@ static struct ito__pthread *pool_get(uint32_t refs)
     ito__spin_unlock(&pool_lock);
     ito__critical_exit();
     if (pt) {
-        ito__tcb_reset(pt->tp);
+        if (!ito__tcb_reset(pt->tp)) {
+            pool_put(pt);   /* whole, for a later try */
+            return NULL;
+        }
         pt->reused = true;
     } else {
         if (!(pt = calloc(1, sizeof *pt)))
@@ -493,19 +496,39 @@ ITO_POSIX_API int pthread_create(pthread_t *th, const pthread_attr_t *attr, void
 
 /* ---------------------------------------------------------------- exit */
 
-void ito__pthread_robust_add(void *m)
+void ito__pthread_robust_reserve(void)
 {
     struct ito__pthread *pt = ito__pthread_self();
     if (!pt)
         return;   /* a kernel thread ito did not create: the C library's rules */
-    if (pt->nrobust == pt->robust_cap) {
-        size_t cap = pt->robust_cap ? 2 * pt->robust_cap : 8;
-        void **r = realloc(pt->robust, cap * sizeof *r);
-        if (!r)
-            ito__panic("out of memory recording a robust mutex (%zu held)", pt->nrobust);
-        pt->robust = r;
-        pt->robust_cap = cap;
+    if (!pt->robust) {
+        pt->robust = pt->robust_inline;
+        pt->robust_cap = ITO_ARRAY_SIZE(pt->robust_inline);
     }
+    if (ITO_LIKELY(pt->nrobust < pt->robust_cap))
+        return;
+    /* Before the mutex is taken, so that a thread short of memory holds
+     * nothing while it waits; POSIX allows no ENOMEM from a lock. */
+    size_t cap = 2 * pt->robust_cap;
+    void **r;
+    while (!(r = pt->robust == pt->robust_inline ? malloc(cap * sizeof *r)
+                                                 : realloc(pt->robust, cap * sizeof *r))) {
+        ITO_WARN_ONCE("out of memory recording the robust mutexes a thread holds (%zu): it waits "
+                      "for memory before it takes another", pt->nrobust);
+        ito_sleep_ns(1000000);
+    }
+    if (pt->robust == pt->robust_inline)
+        memcpy(r, pt->robust_inline, sizeof pt->robust_inline);
+    pt->robust = r;
+    pt->robust_cap = cap;
+}
+
+void ito__pthread_robust_add(void *m)
+{
+    struct ito__pthread *pt = ito__pthread_self();
+    if (!pt)
+        return;
+    ITO_BUG_ON(pt->nrobust >= pt->robust_cap);   /* (reserved before the lock was taken) */
     pt->robust[pt->nrobust++] = m;
 }
 
