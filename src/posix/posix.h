@@ -257,9 +257,19 @@ void ito__posix_sigmask_change(int how, uint64_t set, uint64_t *old);
  * set); *old is the mask to give end, which returns r with errno kept. */
 bool ito__posix_mask_begin(const sigset_t *mask, uint64_t *old);
 int ito__posix_mask_end(uint64_t old, int r);
-/* ito has adopted the initial thread (pt): the signals pending on its
- * kernel thread are the ito thread's now. */
-void ito__posix_sigmask_adopted(struct ito__pthread *pt);
+/* The signals pending on the initial thread's kernel thread (sent to it by
+ * the C library before ito started), taken off it before ito adopts the
+ * thread — once adopted, the thread may move to another kernel thread at
+ * any switch (posix/sigmask.c). */
+struct ito__posix_kernel_pending {
+    unsigned n;
+    struct ito__posix_rt e[64 + ITO__POSIX_RTQ_MAX];
+};
+void ito__posix_sigpending_take(struct ito__posix_kernel_pending *p);
+/* ito has adopted the initial thread (pt): those signals are its now. */
+void ito__posix_sigpending_adopt(struct ito__pthread *pt, const struct ito__posix_kernel_pending *p);
+/* ito did not start: they go back to the kernel thread. */
+void ito__posix_sigpending_return(const struct ito__posix_kernel_pending *p);
 /* The signals sent to pt that it would take now: not blocked, or waited for. */
 uint64_t ito__posix_signals_deliverable(struct ito__pthread *pt, struct ito__thread *t);
 /* Signals kept for the process (posix/sigroute.c): start routing them (once

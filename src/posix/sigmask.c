@@ -27,7 +27,10 @@
  *
  * When ito adopts the initial thread, the signals pending on its kernel
  * thread (sent to it by the C library before ito started) become the ito
- * thread's.
+ * thread's. They are taken off that kernel thread before ito starts: once
+ * adopted, the thread may be moved to another kernel thread at a switch (a
+ * slice's end, or its vproc handed on while it waited in a system call),
+ * and a signal left behind would wait there for whichever thread ran next.
  *
  * Limits: a signal that the kernel sends to the kernel thread itself
  * (SIGPIPE from a write, SIGXFSZ, a timer aimed at a thread ID) while the
@@ -73,10 +76,11 @@ void ito__posix_sigmask_change(int how, uint64_t set, uint64_t *old)
     }
 }
 
-void ito__posix_sigmask_adopted(struct ito__pthread *pt)
+void ito__posix_sigpending_take(struct ito__posix_kernel_pending *p)
 {
     /* The kernel thread's own pending signals (SigPnd; ShdPnd is the
      * process's, which stay with the kernel). */
+    p->n = 0;
     FILE *f = fopen("/proc/thread-self/status", "re");
     if (!f)
         return;
@@ -92,11 +96,32 @@ void ito__posix_sigmask_adopted(struct ito__pthread *pt)
         siginfo_t si;
         struct timespec zero = { 0, 0 };
         /* The kernel takes a thread's own before the process's; each
-         * queued instance of a real-time signal in turn. */
-        while (syscall(SYS_rt_sigtimedwait, &one, &si, &zero, sizeof(uint64_t)) == sig &&
-               ito__posix_signal_keep(pt, sig, si.si_code == SI_QUEUE ? &si.si_value : NULL) == 0 &&
-               sig >= ITO__POSIX_SIGRT_FIRST)
-            ;
+         * queued instance of a real-time signal in turn (as many as the
+         * thread's queue can hold: the rest stay with the kernel). */
+        while (p->n < ITO_ARRAY_SIZE(p->e) &&
+               syscall(SYS_rt_sigtimedwait, &one, &si, &zero, sizeof(uint64_t)) == sig) {
+            p->e[p->n++] = (struct ito__posix_rt){ (uint8_t)sig, si.si_code == SI_QUEUE, si.si_value };
+            if (sig < ITO__POSIX_SIGRT_FIRST)
+                break;
+        }
+    }
+}
+
+void ito__posix_sigpending_adopt(struct ito__pthread *pt, const struct ito__posix_kernel_pending *p)
+{
+    for (unsigned i = 0; i < p->n; i++)
+        ito__posix_signal_keep(pt, p->e[i].sig, p->e[i].valued ? &p->e[i].value : NULL);
+}
+
+void ito__posix_sigpending_return(const struct ito__posix_kernel_pending *p)
+{
+    for (unsigned i = 0; i < p->n; i++) {
+        siginfo_t si = { .si_signo = p->e[i].sig, .si_code = SI_QUEUE, .si_pid = getpid(),
+                         .si_uid = getuid(), .si_value = p->e[i].value };
+        if (p->e[i].valued)
+            syscall(SYS_rt_tgsigqueueinfo, getpid(), gettid(), p->e[i].sig, &si);
+        else
+            syscall(SYS_tgkill, getpid(), gettid(), p->e[i].sig);
     }
 }
 

@@ -335,6 +335,11 @@ int ito__posix_start(void)
     if (!tcb_ready)
         return EAGAIN;
     starting = true;
+    bool adopting = gettid() == getpid() && ito_thread_equal(main_thread.id, ITO_THREAD_NULL) &&
+                    ito__pthread_self() == &main_thread;
+    struct ito__posix_kernel_pending pending = { 0 };
+    if (adopting)
+        ito__posix_sigpending_take(&pending);   /* on its own kernel thread, for sure */
     if (gettid() == getpid() && !getenv("ITO_STACK_SIZE")) {
         /* The initial thread starts ito, with glibc's default stack size as
          * ito's, so that threads made without a size get it from ito's
@@ -346,12 +351,14 @@ int ito__posix_start(void)
     }
     int n = ito_vproc_count();   /* starts ito the first time */
     starting = false;
-    if (n <= 0)
+    if (n <= 0) {
+        ito__posix_sigpending_return(&pending);
         return EAGAIN;
-    if (ito_thread_equal(main_thread.id, ITO_THREAD_NULL) && ito__pthread_self() == &main_thread) {
+    }
+    if (adopting) {
         __atomic_store_n(&main_thread.id.id, ito_self().id, __ATOMIC_RELAXED);   /* ito adopted it */
         redirect_main_unwinding();
-        ito__posix_sigmask_adopted(&main_thread);
+        ito__posix_sigpending_adopt(&main_thread, &pending);
     }
     __atomic_store_n(&ito__posix_started, true, __ATOMIC_RELEASE);
     return 0;
