@@ -58,6 +58,13 @@
  *   into the call. ITO_ACTIVATIONS=0 turns both hand-offs and time slices
  *   off. docs/guide.md says more.
  *
+ * Running out of memory
+ *   ito_spawn fails with EAGAIN when no stack or descriptor can be had; a
+ *   thread spawned is promised its stack. Nothing else that may switch needs
+ *   memory: a wait, a timed wait, a sleep, a lock, a wake-up never fails or
+ *   aborts for lack of it (their timers and queues fall back to lists through
+ *   the threads themselves).
+ *
  * C-library calls that ito defines
  *   libito.so defines four functions of the C library under their own names:
  *   posix_spawn, posix_spawnp, system and popen. In a dynamically linked
@@ -261,7 +268,9 @@ ITO_API int ito_attr_get_group(const ito_attr_t *attr, struct ito_group **g);
  * its NUL, unknown flags); EAGAIN if resources are lacking: no stack can be
  * mapped (RLIMIT_AS, vm.max_map_count, memory) or no descriptor allocated.
  * The process goes on: threads that exit give their stacks back for the next
- * spawn. Does not switch.
+ * spawn. Does not switch, but is not async-signal-safe either: from a signal
+ * handler that interrupted the thread inside ito it aborts with a message,
+ * as the calls that may switch do.
  */
 ITO_API int ito_spawn(ito_thread_t *t, const ito_attr_t *attr, void *(*fn)(void *), void *arg);
 

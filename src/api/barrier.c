@@ -10,6 +10,7 @@
 #include <ito.h>
 
 #include "api/init.h"
+#include "runtime/critical.h"
 #include "runtime/runtime.h"
 #include "runtime/wait.h"
 
@@ -59,6 +60,7 @@ ITO_API int ito_barrier_wait(ito_barrier_t *ub)
         return EINVAL;
     ito__ensure_init();
     struct ito__barrier *b = B(ub);
+    ito__critical_none();
     ito__spin_lock(&b->lk);
     if (!b->count) {
         ito__spin_unlock(&b->lk);

@@ -18,6 +18,7 @@
 
 #include "base/clock.h"
 #include "api/init.h"
+#include "runtime/critical.h"
 #include "runtime/runtime.h"
 #include "api/cond.h"
 #include "api/mutex.h"
@@ -60,6 +61,7 @@ ITO_API int ito_cond_destroy(ito_cond_t *uc)
 
 struct ito__waiter *ito__cond_wait_begin(struct ito__cond *c, struct ito__waiter *local, uint64_t deadline)
 {
+    ito__critical_none();
     ito__spin_lock(&c->lk);
     if (c->destroyed == COND_DESTROYED) {
         ito__spin_unlock(&c->lk);

@@ -52,6 +52,7 @@
 #include "base/libc.h"
 #include "api/init.h"
 #include "api/poll.h"
+#include "runtime/critical.h"
 #include "runtime/runtime.h"
 #include "runtime/sanitizer.h"
 #include "runtime/thread.h"
@@ -102,6 +103,7 @@ static int nonblocking(int fd)
  * issue. */
 static struct io_uring_sqe *op_begin(struct ito__ring *ring)
 {
+    ito__critical_none();
     ito__spin_lock(&ring->lock);
     return ito__ring_sqe(ring);
 }
@@ -539,6 +541,7 @@ static int poll_wait(struct ito__ring *ring, const struct pollfd *fds, nfds_t nf
     struct ito__io_req req = { .thread = ito__thread_self(), .ring = ring };
     req.cancel_rest = true;
     struct __kernel_timespec ts;
+    ito__critical_none();
     ito__spin_lock(&ring->lock);
     for (nfds_t i = 0; i < nfds; i++) {
         if (fds[i].fd < 0)

@@ -24,6 +24,7 @@
 
 #include "base/clock.h"
 #include "api/init.h"
+#include "runtime/critical.h"
 #include "runtime/runtime.h"
 #include "api/mutex.h"
 #include "api/owner.h"
@@ -99,6 +100,7 @@ ITO_API int ito_mutex_destroy(ito_mutex_t *um)
 int ito__lockword_lock_slow(_Atomic uintptr_t *word, ito__spinlock *lk, struct ito__waitq *q, uintptr_t self,
                             uint64_t deadline)
 {
+    ito__critical_none();
     unsigned spins = 0;
     bool requeue = false;
     for (;;) {

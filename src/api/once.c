@@ -9,6 +9,7 @@
 #include <ito.h>
 
 #include "api/init.h"
+#include "runtime/critical.h"
 #include "runtime/runtime.h"
 #include "api/owner.h"
 #include "runtime/wait.h"
@@ -34,6 +35,7 @@ ITO_API int ito_once(ito_once_t *uo, void (*fn)(void))
     ito__ensure_init();
     uintptr_t self = ito__owner_self();
     struct ito__waiter local;
+    ito__critical_none();
     ito__spin_lock(&o->lk);
     uint32_t st = atomic_load_explicit(&o->state, memory_order_relaxed);
     if (st == ONCE_DONE) {

@@ -24,6 +24,7 @@
 
 #include "api/init.h"
 #include "api/rwlock.h"
+#include "runtime/critical.h"
 #include "runtime/runtime.h"
 #include "api/owner.h"
 #include "runtime/wait.h"
@@ -134,6 +135,8 @@ int ito__rwlock_lock(struct ito__rwlock *l, bool write, bool prefer_readers, boo
 {
     uintptr_t self = ito__owner_self();
     struct ito__waiter local, *w = NULL;
+    if (wait)
+        ito__critical_none();
     ito__spin_lock(&l->lk);
     int r = rw_acquire(l, write, prefer_readers, self, wait, deadline, &local, &w);
     ito__spin_unlock(&l->lk);

@@ -12,6 +12,7 @@
 
 #include "base/clock.h"
 #include "api/init.h"
+#include "runtime/critical.h"
 #include "runtime/runtime.h"
 #include "runtime/wait.h"
 
@@ -78,6 +79,7 @@ static int sem_wait(struct ito__sem *s, uint64_t deadline)
     if (try_take(s))
         return 0;
     struct ito__waiter local;
+    ito__critical_none();
     ito__spin_lock(&s->lk);
     if (atomic_load_explicit(&s->destroyed, memory_order_relaxed) == SEM_DESTROYED) {
         ito__spin_unlock(&s->lk);

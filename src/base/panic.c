@@ -7,9 +7,12 @@
 _Atomic int ito__fence_word;   /* see ITO_FENCE */
 #endif
 
+#include <signal.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 static void vsay(const char *fmt, va_list ap)
@@ -28,6 +31,10 @@ static void vsay(const char *fmt, va_list ap)
 
 void ito__panic(const char *fmt, ...)
 {
+    /* From here on no handler of the program's runs: one that calls ito
+     * again (the mistake some panics report) would panic over this one. */
+    uint64_t all = ~0ull;
+    syscall(SYS_rt_sigprocmask, SIG_BLOCK, &all, NULL, sizeof all);
     va_list ap;
     va_start(ap, fmt);
     vsay(fmt, ap);

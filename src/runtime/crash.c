@@ -75,7 +75,9 @@ void ito__crash_install(void)
         memset(&sa, 0, sizeof sa);
         sa.sa_sigaction = on_crash;
         sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER | SA_RESETHAND;
-        sigemptyset(&sa.sa_mask);
+        /* No handler of the program's runs inside the report: one that
+         * calls ito (or faults) again would report over it, or hang it. */
+        sigfillset(&sa.sa_mask);
         if (sigaction(sigs[i], &sa, NULL) == 0)
             ito__deadlock_own_signal(sigs[i]);   /* not a program's handler */
     }

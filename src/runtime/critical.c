@@ -14,6 +14,8 @@
  */
 #include "runtime/critical.h"
 
+#include <stdio.h>
+
 #include "base/panic.h"
 #include "runtime/sched.h"
 #include "runtime/stats.h"
@@ -65,4 +67,27 @@ void ito__critical_recover(void)
         ITO_STAT_INC(a->vp, recoveries);   /* a slice, not a policy's request (ito_policy_preempt) */
     ito__critical_exit();
     ito__preempt_switch(t);
+}
+
+void ito__critical_reentered(void)
+{
+    struct ito__thread *t = ito__thread_self();
+    struct ito__activation *act = ito__arch_activation();
+    char who[64];
+    if (t)
+        snprintf(who, sizeof who, "thread %u \"%s\"", t->index, t->name);
+    else
+        snprintf(who, sizeof who, "a kernel thread that ito did not create");
+    if (act && act->in_hook)
+        ito__panic("%s called an ito function that may switch from inside an event hook; a hook runs "
+                   "in ito's scheduler and must not block or switch (see ito_event_hook_set)", who);
+    if (act && act->blocking)
+        ito__panic("%s called an ito function that may switch between ito_blocking_begin and "
+                   "ito_blocking_end; only the blocking system call itself belongs there", who);
+    ito__panic("%s called an ito function that may switch or make a thread ready (ito_yield, ito_spawn, "
+               "ito_join, a contended lock, a wait...) from inside ito: from a signal handler that "
+               "interrupted it in an ito call, or from a policy's callback. Such functions are not "
+               "async-signal-safe. Let a handler only record the signal (set a flag, write to a pipe or "
+               "an eventfd; sem_post in libito-pthread) and act on it in an ito thread",
+               who);
 }

@@ -117,6 +117,33 @@ ITO_INLINE void ito__critical_point(void)
 /* Nesting depth of the calling kernel thread's current context. */
 ITO_INLINE uint32_t ito__critical_depth(void) { return ito__arch_critical_get() & ITO__CRITICAL_DEPTH; }
 
+/* At the entry of a call that may switch, or of ito_spawn: the caller must
+ * be outside every section. Only code that runs inside one gets there with
+ * one open — a signal handler that interrupted its thread inside ito, an
+ * event hook, a policy's callback, a call inside a blocking bracket — and
+ * going on would switch a thread that is half switched already, or wait for
+ * ever on a lock the interrupted code holds: abort, naming the caller's
+ * mistake (ito__critical_reentered, which the scheduler calls too when a
+ * switch is asked for in a hook or a bracket). */
+ITO_COLD _Noreturn void ito__critical_reentered(void);
+ITO_INLINE void ito__critical_none(void)
+{
+    if (ITO_UNLIKELY(ito__critical_depth()))
+        ito__critical_reentered();
+}
+
+/* ito__critical_none and ito__critical_enter at once, in one instruction on
+ * the word (the yield path's: no second load). */
+ITO_INLINE void ito__critical_enter_outermost(void)
+{
+    uint32_t was = ito__arch_critical_xinc();
+    if (ITO_UNLIKELY(was)) {
+        if (was & ITO__CRITICAL_DEPTH)
+            ito__critical_reentered();
+        ito__critical_attention();
+    }
+}
+
 /* After a context switch: the resumed context's own depth, no attention. */
 ITO_INLINE void ito__critical_restore(uint32_t depth)
 {

@@ -463,18 +463,6 @@ ITO_INLINE void switch_to(struct ito__activation *act, struct ito__thread *cur, 
     after_resume(cur, cur ? cur->asan_fake_stack : ito__activation_self()->sched_fake_stack);
 }
 
-/* A switch asked for where none may happen: name the misuse. */
-static ITO_COLD _Noreturn void misused_switch(const struct ito__activation *act, const struct ito__thread *cur)
-{
-    if (act->in_hook)
-        ito__panic("thread %u \"%s\" called an ito function that may switch from inside an event "
-                   "hook; a hook runs in ito's scheduler and must not block or switch (see "
-                   "ito_event_hook_set)", cur->index, cur->name);
-    ito__panic("thread %u \"%s\" called an ito function that may switch between "
-               "ito_blocking_begin and ito_blocking_end; only the blocking system call itself "
-               "belongs there", cur->index, cur->name);
-}
-
 /* gave_way: cur yielded or its slice ended (it is READY, queued here); if
  * another thread was waiting for this vproc while some of the process's
  * vprocs have no processor, the process could use more (cpushare/agent.c).
@@ -488,7 +476,7 @@ ITO_INLINE void switch_out_held(struct ito__activation *act, struct ito__vproc *
         (uintptr_t)ito__arch_sp() < (uintptr_t)cur->stack.lo + ITO__STACK_MARGIN)
         ito__stack_overflowed(cur->stack_size, cur->index, cur->name);
     if (ITO_UNLIKELY(act->in_hook | act->blocking))
-        misused_switch(act, cur);
+        ito__critical_reentered();   /* names the misuse */
     /* A vproc losing its processor runs nothing more (revoke.c). */
     struct ito__thread *next = ito__vproc_revoked(vp) ? NULL : pick_local(vp);
     if (ITO_UNLIKELY(gave_way) && next && next != cur &&
@@ -513,7 +501,7 @@ void ito__yield(void)
         ito__libc_sched_yield();   /* a foreign kernel thread */
         return;
     }
-    ito__critical_enter();
+    ito__critical_enter_outermost();   /* (not from a handler inside ito: critical.h) */
     struct ito__activation *act = ito__activation_self();
     struct ito__vproc *vp = act->vp;
     ito__thread_set_state(self, ITO__TS_RUNNING, ITO__TS_READY);

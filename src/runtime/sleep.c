@@ -7,6 +7,7 @@
 
 #include "base/clock.h"
 #include "base/libc.h"
+#include "runtime/critical.h"
 #include "runtime/runtime.h"
 #include "runtime/thread.h"
 #include "runtime/wait.h"
@@ -35,6 +36,7 @@ int ito__sleep_ns(uint64_t ns)
 
 int ito__sleep_until(uint64_t deadline)
 {
+    ito__critical_none();
     struct ito__waiter *w = ito__waiter_init(NULL);
     ito__wait_begin(w, deadline, NULL, NULL, ITO__ON_SLEEP, NULL);
     return ito__wait_end(w, NULL, NULL) == EINTR ? EINTR : 0;

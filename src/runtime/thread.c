@@ -233,6 +233,7 @@ int ito__spawn(uint64_t *id_out, const ito_attr_t *attr, void *(*fn)(void *), vo
     uintptr_t tp = x ? x->tp : 0;
     if (!fn)
         return EINVAL;
+    ito__critical_none();
     size_t stack_size = ito__rt.stack_size, stack_mapped = 0;   /* 0: promised (stack.h) */
     int prio = ITO_PRIO_DEFAULT, pref = -1;
     const char *name = NULL;
@@ -473,6 +474,7 @@ int ito__join(ito_thread_t th, void **result)
     struct ito__thread *self = ito__thread_self();
     if (t == self)
         return EDEADLK;
+    ito__critical_none();
     uint32_t claim = self ? ITO__CTL_JOINED | ITO__CTL_JOINER_ITO : ITO__CTL_JOINED;
     /* From the claim until `joiner` is stored, t may be exiting and waiting
      * for it (thread_exit): no time slice may end in between, or on one
