@@ -103,7 +103,12 @@ uint64_t ito__table_start_time(pid_t pid)
     if (pid <= 0 || pid > PID_LIMIT)
         return 0;
     const char *fields = ito__procstat_read(pid, buf, sizeof buf);
-    const char *start = fields ? ito__procstat_field(fields, 22) : NULL;
+    const char *state = fields ? ito__procstat_field(fields, 3) : NULL;
+    /* A zombie (Z: ended, not yet reaped by its parent, which may never
+     * come) or a dead task (X) has ended: it holds nothing any more. */
+    if (!state || *state == 'Z' || *state == 'X' || *state == 'x')
+        return 0;
+    const char *start = ito__procstat_field(fields, 22);
     return start ? strtoull(start, NULL, 10) : 0;
 }
 

@@ -131,7 +131,8 @@ int ito__table_grant(struct ito__table *t, int slot, uint64_t serial, ito__cpuma
                      struct ito__table_view *view);
 
 /* A process's start time (clock ticks since boot, /proc/PID/stat field 22),
- * or 0 if there is no such process (or thread). */
+ * or 0 if there is no such process (or thread), or it has ended and waits
+ * to be reaped (a zombie). */
 uint64_t ito__table_start_time(pid_t pid);
 /* Is the process (or thread) pid with this start time still there? */
 bool ito__table_alive(pid_t pid, uint64_t start_time);

@@ -17,10 +17,8 @@
  * The killed peer is reaped at once (waitpid), as its parent would on
  * SIGCHLD. With SOAK_PEER_UNREAPED=1 it is reaped only after the survivor
  * has recovered: a dead process that nobody has reaped yet (a zombie) must
- * lose its CPUs too. That fails today (docs/reliability.md): the table
- * takes a process for alive while /proc/PID/stat exists, which it does for a
- * zombie, so the survivor never gets its CPUs back until the zombie is
- * reaped.
+ * lose its CPUs too (the table takes a process in state Z for ended:
+ * cpushare/table.c).
  *
  * Settings: SOAK_KILLS (argv[1] overrides) the number of kills, 3 by
  * default; SOAK_SEED the random seed. A round that does not recover within
