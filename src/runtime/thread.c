@@ -41,8 +41,6 @@
 #include "runtime/wait.h"
 #include "runtime/sigmask.h"
 
-#define ATTR_MAGIC 0x6974f0a7u
-#define ATTR_DETACHED 1u
 
 
 void ito__thread_bad_transition(struct ito__thread *t, int from, int to, int actual)
@@ -62,138 +60,6 @@ void ito__thread_bad_transition(struct ito__thread *t, int from, int to, int act
                    t->index, t->name);
     ito__panic("internal error: thread %u: illegal state change %s -> %s (state is %s); please report it",
                t->index, names[from], names[to], actual >= 0 && actual < ITO__TS_COUNT ? names[actual] : "?");
-}
-
-/* ------------------------------------------------------------ attributes */
-
-ITO_API int ito_attr_init(ito_attr_t *a)
-{
-    if (!a)
-        return EINVAL;
-    memset(a, 0, sizeof *a);
-    a->magic_ = ATTR_MAGIC;
-    a->priority_ = ITO_PRIO_DEFAULT;
-    a->vproc_ = -1;
-    return 0;
-}
-
-#define ATTR_CHECK(a) \
-    do {                                                         \
-        if (!(a) || (a)->magic_ != ATTR_MAGIC)                   \
-            return EINVAL;                                       \
-    } while (0)
-
-ITO_API int ito_attr_set_stack_size(ito_attr_t *a, size_t bytes)
-{
-    ATTR_CHECK(a);
-    if (bytes < ITO_STACK_MIN || bytes > ITO_STACK_MAX)
-        return EINVAL;
-    size_t page = ito__rt.page ? ito__rt.page : (size_t)sysconf(_SC_PAGESIZE);   /* before init: ask */
-    a->stack_size_ = (bytes + page - 1) & ~(page - 1);
-    return 0;
-}
-
-ITO_API int ito_attr_get_stack_size(const ito_attr_t *a, size_t *bytes)
-{
-    ATTR_CHECK(a);
-    if (!bytes)
-        return EINVAL;
-    *bytes = a->stack_size_ ? a->stack_size_ : ito__default_stack_size();
-    return 0;
-}
-
-ITO_API int ito_attr_set_priority(ito_attr_t *a, int prio)
-{
-    ATTR_CHECK(a);
-    if (prio < 0 || prio > ITO_PRIO_MAX)
-        return EINVAL;
-    a->priority_ = prio;
-    return 0;
-}
-
-ITO_API int ito_attr_get_priority(const ito_attr_t *a, int *prio)
-{
-    ATTR_CHECK(a);
-    if (!prio)
-        return EINVAL;
-    *prio = a->priority_;
-    return 0;
-}
-
-ITO_API int ito_attr_set_detached(ito_attr_t *a, bool detached)
-{
-    ATTR_CHECK(a);
-    a->flags_ = detached ? (a->flags_ | ATTR_DETACHED) : (a->flags_ & ~ATTR_DETACHED);
-    return 0;
-}
-
-ITO_API int ito_attr_get_detached(const ito_attr_t *a, bool *detached)
-{
-    ATTR_CHECK(a);
-    if (!detached)
-        return EINVAL;
-    *detached = a->flags_ & ATTR_DETACHED;
-    return 0;
-}
-
-ITO_API int ito_attr_set_name(ito_attr_t *a, const char *name)
-{
-    ATTR_CHECK(a);
-    if (!name)
-        return EINVAL;
-    size_t n = strlen(name);
-    if (n >= ITO_NAME_MAX)
-        return ERANGE;
-    memcpy(a->name_, name, n + 1);
-    return 0;
-}
-
-ITO_API int ito_attr_get_name(const ito_attr_t *a, char *buf, size_t len)
-{
-    ATTR_CHECK(a);
-    if (!buf)
-        return EINVAL;
-    size_t n = strlen(a->name_);
-    if (n + 1 > len)
-        return ERANGE;
-    memcpy(buf, a->name_, n + 1);
-    return 0;
-}
-
-ITO_API int ito_attr_set_vproc(ito_attr_t *a, int vproc)
-{
-    ATTR_CHECK(a);
-    if (vproc < -1)
-        return EINVAL;
-    a->vproc_ = vproc;
-    return 0;
-}
-
-ITO_API int ito_attr_get_vproc(const ito_attr_t *a, int *vproc)
-{
-    ATTR_CHECK(a);
-    if (!vproc)
-        return EINVAL;
-    *vproc = a->vproc_;
-    return 0;
-}
-
-ITO_API int ito_attr_set_group(ito_attr_t *a, ito_group_t *g)
-{
-    ATTR_CHECK(a);
-    if (g && !ito__group_live(g))
-        return EINVAL;
-    a->group_ = g;
-    return 0;
-}
-
-ITO_API int ito_attr_get_group(const ito_attr_t *a, ito_group_t **g)
-{
-    ATTR_CHECK(a);
-    if (!g)
-        return EINVAL;
-    *g = a->group_;
-    return 0;
 }
 
 /* ------------------------------------------------------------- spawning */
@@ -216,17 +82,6 @@ static ITO_NOINLINE int spawn_stack(struct ito__vproc *vp, struct ito__thread *t
     return e;
 }
 
-/* Every field as the setters leave it: the fields are public to the
- * compiler, and one written directly (a 4 KiB stack, priority 99, a name
- * without its NUL) must fail here, not later inside the thread. */
-static bool attr_valid(const ito_attr_t *a)
-{
-    return a->magic_ == ATTR_MAGIC && !(a->flags_ & ~ATTR_DETACHED) &&
-           (!a->stack_size_ || (a->stack_size_ >= ITO_STACK_MIN && a->stack_size_ <= ITO_STACK_MAX)) &&
-           a->priority_ >= 0 && a->priority_ <= ITO_PRIO_MAX && a->vproc_ >= -1 && a->vproc_ < ito__rt.nvprocs &&
-           memchr(a->name_, 0, ITO_NAME_MAX);
-}
-
 int ito__spawn(uint64_t *id_out, const ito_attr_t *attr, void *(*fn)(void *), void *arg, uint32_t ctl_flags,
                const struct ito__spawn_extra *x)
 {
@@ -239,7 +94,7 @@ int ito__spawn(uint64_t *id_out, const ito_attr_t *attr, void *(*fn)(void *), vo
     const char *name = NULL;
     ito_group_t *group = NULL;
     if (attr) {
-        if (ITO_UNLIKELY(!attr_valid(attr)))
+        if (ITO_UNLIKELY(!ito__attr_valid(attr)))
             return EINVAL;
         if (ITO_UNLIKELY(attr->stack_size_ > stack_size))
             stack_mapped = ito__stack_reserve(ito__stack_round(attr->stack_size_));
@@ -247,7 +102,7 @@ int ito__spawn(uint64_t *id_out, const ito_attr_t *attr, void *(*fn)(void *), vo
             stack_size = ito__stack_round(attr->stack_size_);
         prio = attr->priority_;
         pref = attr->vproc_;
-        if ((attr->flags_ & ATTR_DETACHED) && !(ctl_flags & ITO__CTL_FUTURE))
+        if ((attr->flags_ & ITO__ATTR_DETACHED) && !(ctl_flags & ITO__CTL_FUTURE))
             ctl_flags |= ITO__CTL_DETACHED;
         name = attr->name_;
         group = attr->group_;
@@ -723,101 +578,3 @@ ITO_API int ito_set_entry(ito_thread_t th, void *(*fn)(void *), void *arg)
             ito__libc_sched_yield();
     }
 }
-
-/* -------------------------------------------------------- thread fields */
-
-ITO_API int ito_set_priority(ito_thread_t th, int prio)
-{
-    if (prio < 0 || prio > ITO_PRIO_MAX)
-        return EINVAL;
-    struct ito__thread *t = ito__thread_lock_handle(th);
-    if (!t)
-        return ESRCH;
-    __atomic_store_n(&t->prio, prio, __ATOMIC_RELAXED);   /* policies read it without t->lk */
-    int st = ito__thread_state(t);
-    bool ready = st == ITO__TS_READY || st == ITO__TS_NEW;
-    ito__spin_unlock(&t->lk);
-    /* A ready thread waits at its old priority unless the policy moves it.
-     * Its descriptor stays mapped if it runs and exits meanwhile: the
-     * policy looks at the node under its own lock. */
-    if (ready && ito__rt.policy->priority_changed) {
-        ito__critical_enter();
-        struct ito__vproc *vp = ito__vproc_self();
-        ito__rt.policy->priority_changed(&(vp ? vp : ito__rt.vprocs[0])->pv, &t->node);
-        ito__critical_exit();
-    }
-    return 0;
-}
-
-ITO_API int ito_get_priority(ito_thread_t th, int *prio)
-{
-    if (!prio)
-        return EINVAL;
-    struct ito__thread *t = ito__thread_lock_handle(th);
-    if (!t)
-        return ESRCH;
-    *prio = __atomic_load_n(&t->prio, __ATOMIC_RELAXED);
-    ito__spin_unlock(&t->lk);
-    return 0;
-}
-
-ITO_API int ito_set_data(ito_thread_t th, void *data)
-{
-    struct ito__thread *self = ito__thread_self();
-    if (self && th.id == ito__thread_id(self, atomic_load_explicit(&self->ctl, memory_order_relaxed))) {
-        self->data = data;   /* a running thread cannot be freed: no lock */
-        return 0;
-    }
-    struct ito__thread *t = ito__thread_lock_handle(th);
-    if (!t)
-        return ESRCH;
-    t->data = data;
-    ito__spin_unlock(&t->lk);
-    return 0;
-}
-
-ITO_API void *ito_get_data(ito_thread_t th)
-{
-    struct ito__thread *self = ito__thread_self();
-    if (self && th.id == ito__thread_id(self, atomic_load_explicit(&self->ctl, memory_order_relaxed)))
-        return self->data;
-    struct ito__thread *t = ito__thread_lock_handle(th);
-    if (!t)
-        return NULL;
-    void *d = t->data;
-    ito__spin_unlock(&t->lk);
-    return d;
-}
-
-ITO_API int ito_set_name(ito_thread_t th, const char *name)
-{
-    if (!name)
-        return EINVAL;
-    size_t n = strlen(name);
-    if (n >= ITO_NAME_MAX)
-        return ERANGE;
-    struct ito__thread *t = ito__thread_lock_handle(th);
-    if (!t)
-        return ESRCH;
-    memcpy(t->name, name, n + 1);
-    ito__spin_unlock(&t->lk);
-    return 0;
-}
-
-ITO_API int ito_get_name(ito_thread_t th, char *buf, size_t len)
-{
-    if (!buf)
-        return EINVAL;
-    struct ito__thread *t = ito__thread_lock_handle(th);
-    if (!t)
-        return ESRCH;
-    size_t n = strlen(t->name);
-    int e = 0;
-    if (n + 1 > len)
-        e = ERANGE;
-    else
-        memcpy(buf, t->name, n + 1);
-    ito__spin_unlock(&t->lk);
-    return e;
-}
-

@@ -279,6 +279,12 @@ bool ito__thread_lock_live(struct ito__thread *t, uint64_t id);
 /* Look up th (initializing ito if needed) and lock it; the caller unlocks
  * t->lk. NULL: ESRCH. */
 struct ito__thread *ito__thread_lock_handle(ito_thread_t th);
+/* ito_attr_t's private values (runtime/attr.c). */
+#define ITO__ATTR_MAGIC 0x6974f0a7u   /* set by ito_attr_init */
+#define ITO__ATTR_DETACHED 1u         /* flags_ */
+/* Is every field of a as its setters leave them? (spawn's check: attr.c) */
+bool ito__attr_valid(const ito_attr_t *a);
+
 /* Create a thread (ito_spawn, ito_future_spawn); ctl_flags: ITO__CTL_FUTURE. */
 /* What the posix layer adds to a spawn (NULL: nothing). */
 struct ito__spawn_extra {
