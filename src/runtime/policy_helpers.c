@@ -75,6 +75,19 @@ ITO_API int ito_policy_running_priority(int vproc)
     return t ? __atomic_load_n(&t->prio, __ATOMIC_RELAXED) : -1;
 }
 
+int ito__vproc_least_urgent(int lo, int hi, int below, bool (*eligible)(int vproc))
+{
+    int least = -1;
+    for (int i = lo; i < hi; i++) {
+        int p = ito_policy_running_priority(i);
+        if (p >= 0 && p < below && (!eligible || eligible(i))) {
+            least = i;
+            below = p;
+        }
+    }
+    return least;
+}
+
 ITO_API unsigned ito_policy_idle_vprocs(void)
 {
     /* The count of spinning vprocs may be -1 for a moment (idle.c, wake_spinning). */

@@ -152,14 +152,8 @@ static void look_if_urgent(struct ito__thread *t, struct ito__vproc *home)
     if (atomic_load_explicit(&ito__rt.nspinning, memory_order_relaxed) > 0 ||
         atomic_load_explicit(&ito__rt.nsleeping, memory_order_relaxed) > 0)
         return;   /* an idle vproc takes it */
-    int prio = __atomic_load_n(&t->prio, __ATOMIC_RELAXED), least = -1, least_prio = prio;
-    for (int i = home ? home->index : 0; i < (home ? home->index + 1 : ito__rt.nvprocs); i++) {
-        int p = ito_policy_running_priority(i);
-        if (p >= 0 && p < least_prio) {
-            least = i;
-            least_prio = p;
-        }
-    }
+    int least = ito__vproc_least_urgent(home ? home->index : 0, home ? home->index + 1 : ito__rt.nvprocs,
+                                        __atomic_load_n(&t->prio, __ATOMIC_RELAXED), NULL);
     if (least >= 0)
         ito__vproc_look(ito__rt.vprocs[least]);
 }

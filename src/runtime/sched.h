@@ -112,6 +112,10 @@ void ito__switch_out(struct ito__thread *cur);
  * For a timer overdue or threads waiting from outside while every vproc
  * computes. Callable from anywhere, foreign kernel threads included. */
 void ito__vproc_look(struct ito__vproc *vp);
+/* The vproc of [lo, hi) whose running thread is the least urgent of those
+ * less urgent than `below` (ITO_PRIO_MAX + 1: any), among the vprocs
+ * `eligible` accepts (NULL: all); -1 if none (runtime/policy_helpers.c). */
+int ito__vproc_least_urgent(int lo, int hi, int below, bool (*eligible)(int vproc));
 
 /* The running thread `self` (RUNNING) has used up its time slice — do the
  * periodic work and queue it (ITO_READY_PREEMPT) — or was asked to give way

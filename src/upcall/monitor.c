@@ -164,6 +164,9 @@ static struct watch *watches;   /* [nvprocs], monitor only */
 static int ncpus_online;
 static bool cap_warned;
 
+/* Did vproc i's carrier use CPU time between the last two scans? */
+static bool computed(int i) { return watches[i].ran; }
+
 static bool could_use(struct ito__vproc *vp)
 {
     /* Threads held to vp by their CPU set (runtime/affinity.c) may have
@@ -395,14 +398,7 @@ static uint64_t look_late(uint64_t now)
     } else if (!gq_since) {
         gq_since = now;
     } else if (now - gq_since >= ITO__LOOK_LATE_NS) {
-        int least = -1, least_prio = ITO_PRIO_MAX + 1;
-        for (int i = 0; i < ito__rt.nvprocs; i++) {
-            int p = ito_policy_running_priority(i);
-            if (watches[i].ran && p >= 0 && p < least_prio) {
-                least = i;
-                least_prio = p;
-            }
-        }
+        int least = ito__vproc_least_urgent(0, ito__rt.nvprocs, ITO_PRIO_MAX + 1, computed);
         if (least >= 0)
             ito__vproc_look(ito__rt.vprocs[least]);
         gq_since = now;
