@@ -22,6 +22,7 @@
 #include "base/backtrace.h"
 #include "base/libc.h"
 #include "base/env.h"
+#include "base/kthread.h"
 #include "base/panic.h"
 #include "runtime/crash.h"
 #include "runtime/deadlock.h"
@@ -134,6 +135,7 @@ static int start(const ito_config_t *c, bool adopt)
 {
     fill_hooks();
     ito__rt.page = (size_t)sysconf(_SC_PAGESIZE);
+    ito__kthread_policy_save();   /* ito's kernel threads run as the caller does */
 
     int n = c->vprocs;
     if (!n) {

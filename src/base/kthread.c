@@ -2,10 +2,27 @@
 #include "base/libc.h"
 #include "base/kthread.h"
 
+#include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+
+/* The scheduling policy of the thread that started ito (saved at init): -1
+ * until then. */
+static int base_policy = -1;
+static struct sched_param base_param;
+
+void ito__kthread_policy_save(void)
+{
+    int policy;
+    struct sched_param param;
+    if (pthread_getschedparam(pthread_self(), &policy, &param) == 0) {
+        base_param = param;
+        base_policy = policy;
+    }
+}
 
 int ito__kthread_start(const char *name, size_t stack, void *(*fn)(void *), void *arg, pthread_t *out)
 {
@@ -16,8 +33,17 @@ int ito__kthread_start(const char *name, size_t stack, void *(*fn)(void *), void
     sigset_t all;
     sigfillset(&all);
     pthread_attr_setsigmask_np(&attr, &all);
+    if (base_policy >= 0) {
+        pthread_attr_setinheritsched(&attr, PTHREAD_EXPLICIT_SCHED);
+        pthread_attr_setschedpolicy(&attr, base_policy);
+        pthread_attr_setschedparam(&attr, &base_param);
+    }
     pthread_t t;
     int e = ito__libc_pthread_create(&t, &attr, fn, arg);
+    if (e == EPERM && base_policy >= 0) {   /* (a policy the process may no longer set): inherit */
+        pthread_attr_setinheritsched(&attr, PTHREAD_INHERIT_SCHED);
+        e = ito__libc_pthread_create(&t, &attr, fn, arg);
+    }
     pthread_attr_destroy(&attr);
     if (e)
         return e;
