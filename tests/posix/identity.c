@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "conform.h"
+#include "tls_lib.h"
 
 static __thread long mine = 42;                 /* an initial value every thread starts with */
 static __thread char mine_buf[64] = "initial";  /* a block, not a register */
@@ -137,15 +138,9 @@ static void *use_lib(void *arg)
 
 static void case_dlopen_tls(void)
 {
-    const char *lib = getenv("POSIX_TLS_LIB");
-    CHECK(lib != NULL);
-    void *h = dlopen(lib, RTLD_NOW);
-    if (!h)
-        fprintf(stderr, "dlopen: %s\n", dlerror());
-    CHECK(h != NULL);
-    lib_get = (long (*)(int))dlsym(h, "tls_lib_get");
-    lib_set = (void (*)(int, long))dlsym(h, "tls_lib_set");
-    CHECK(lib_get && lib_set);
+    struct tls_lib l = tls_lib_load();
+    lib_get = l.get;
+    lib_set = l.set;
     pthread_t t[8];
     for (long i = 0; i < 8; i++)
         OK(pthread_create(&t[i], NULL, use_lib, (void *)(i + 1)));

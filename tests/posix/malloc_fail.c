@@ -16,10 +16,10 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include <dlfcn.h>
 #include <stdatomic.h>
 
 #include "conform.h"
+#include "tls_lib.h"
 #include "../malloc_fail.h"
 
 enum { ROBUST = 12, ROBUST_SHORT = 4 };
@@ -79,15 +79,9 @@ static void *use_tls(void *arg)
 
 static void create_dlopen(void)
 {
-    const char *lib = getenv("POSIX_TLS_LIB");
-    CHECK(lib != NULL);
-    void *h = dlopen(lib, RTLD_NOW);
-    if (!h)
-        fprintf(stderr, "dlopen: %s\n", dlerror());
-    CHECK(h != NULL);
-    tls_get = (long (*)(int))dlsym(h, "tls_lib_get");
-    tls_set = (void (*)(int, long))dlsym(h, "tls_lib_set");
-    CHECK(tls_get && tls_set);
+    struct tls_lib l = tls_lib_load();
+    tls_get = l.get;
+    tls_set = l.set;
     pthread_t t;
     OK(pthread_create(&t, NULL, use_tls, NULL));   /* (ended: its resources cached) */
     OK(pthread_join(t, NULL));
