@@ -69,6 +69,13 @@
  * out: a policy thus learns the CPU time of threads that park just before
  * their slices end, which the switches alone would never show it.
  *
+ * Under valgrind the handler never switches: valgrind's sigreturn puts back
+ * the TLS base of the kernel thread that took the signal, so a thread
+ * resumed from its handler on another kernel thread ran with the first one's
+ * thread-local state (its "current thread" and section depth: a yield that
+ * followed found itself inside a section, 2 runs in 40 of join_transparent).
+ * There a thread gives way at its calls into ito only.
+ *
  * The tick is also where a kernel thread that lost its vproc while asleep in
  * an unbracketed call (runtime/carrier.c) and then runs its thread's own code without
  * calling ito gives the thread up: at the same safe points.
@@ -102,6 +109,7 @@
 #include "runtime/event.h"
 #include "runtime/hooks.h"
 #include "runtime/runtime.h"
+#include "runtime/sanitizer.h"
 #include "runtime/sched.h"
 #include "runtime/stack.h"
 #include "runtime/stats.h"
@@ -175,6 +183,8 @@ static bool safe_point(struct ito__activation *a, struct ito__thread *t, const u
 {
     if (ito__thread_state(t) != ITO__TS_RUNNING)
         return false;   /* on its way to block (after its section): it switches soon */
+    if (ito__running_on_valgrind())
+        return false;   /* no switch in a handler there: see the essay */
     if (in_runtime_library(ITO_ARCH_UC_PC(uc)))
         return false;
     /* A TLS address in use lives for a few instructions; one that is still
