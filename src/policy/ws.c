@@ -23,9 +23,14 @@
  *     slot: LIFO for the owner, so fork-join programs run depth-first with
  *     warm caches ([SA §4.2]; Cilk), FIFO for thieves, which take the
  *     oldest — usually largest — work;
- *   - a FIFO for threads that yielded, and for those that wake-ups push out
- *     of the slot (so a stream of wake-ups serves its threads in turn). Its
- *     owner uses it with plain loads and stores, so that ito_yield among the
+ *   - a FIFO for threads that yielded or used a slice, and, at its front,
+ *     for those that wake-ups push out of the slot, in turn (so a stream of
+ *     wake-ups serves its threads in turn): a thread woken while threads
+ *     that used a slice are ready runs before them (one look that ends
+ *     several sleeps used to leave all but the last behind a slice of each
+ *     spinner). So that a stream of wake-ups cannot starve those, the
+ *     owner takes one of them after each ITO__WS_WOKEN_RUN threads from the
+ *     front. Its owner uses it with plain loads and stores, so that ito_yield among the
  *     threads of one vproc costs no atomic instruction; a thief gets at it
  *     through a biased lock: the owner marks itself inside with a store and
  *     checks for a thief after a compiler barrier, a thief marks itself, runs
@@ -58,6 +63,7 @@
 #define ITO__WS_NEXT_GRACE_NS 5000    /* before a thief may take the next slot (Go: 3 µs) */
 #define ITO__WS_STEAL_MAX 128         /* threads taken by one steal */
 #define ITO__WS_LOG_CAP 8             /* initial deque capacity: 256 */
+#define ITO__WS_WOKEN_RUN 8           /* woken threads taken from the FIFO's front per other one */
 
 struct seen {                        /* a thief's last look at a victim's next slot */
     ito_policy_node_t *node;
@@ -73,9 +79,11 @@ struct ws {
      * yq_head is also read without it, as a hint */
     _Atomic(ito_policy_node_t *) yq_head;
     ito_policy_node_t *yq_tail;
+    ito_policy_node_t *yq_woken;     /* the last of the woken threads at its front, NULL: none */
     _Atomic int yq_owner;            /* the owner is inside */
     /* owner only */
     unsigned streak ITO_ALIGNED_CACHELINE;
+    unsigned woken_run;              /* taken from the FIFO's woken front since one behind it */
     unsigned cap;                    /* picks in a row from the slot: ITO__WS_NEXT_CAP or none */
     ito_policy_node_t *last;         /* picked last, from the next slot (picked()) */
     uint32_t last_seen;              /* its slice count then */
@@ -162,6 +170,29 @@ static void yq_push(struct ws *w, ito_policy_node_t *n)
         ito__idle_notify();   /* threads wait behind this one: idle vprocs may take them */
 }
 
+/* A woken thread that another pushed out of the next slot: after the woken
+ * ones at the FIFO's front, before those that yielded or used a slice. */
+static void yq_push_woken(struct ws *w, ito_policy_node_t *n)
+{
+    yq_enter(w);
+    bool others = yq_head(w) != NULL;
+    ito_policy_node_t *after = w->yq_woken;
+    if (after) {
+        n->next = after->next;
+        after->next = n;
+    } else {
+        n->next = yq_head(w);
+        yq_set_head(w, n);
+        w->woken_run = 0;
+    }
+    if (!n->next)
+        w->yq_tail = n;
+    w->yq_woken = n;
+    yq_leave(w);
+    if (others && !w->dq.solo)
+        ito__idle_notify();
+}
+
 /* Onto our deque; into our FIFO if there is no memory to grow the deque. */
 static void dq_push(struct ws *w, ito_policy_node_t *n)
 {
@@ -174,11 +205,23 @@ static ito_policy_node_t *yq_pop(struct ws *w)
     if (!yq_head(w))
         return NULL;
     yq_enter(w);
-    ito_policy_node_t *n = yq_head(w);
-    if (n) {
+    ito_policy_node_t *n = yq_head(w), *woken = w->yq_woken;
+    if (ITO_UNLIKELY(woken) && woken->next && w->woken_run >= ITO__WS_WOKEN_RUN) {
+        /* The turn of one that waits behind the woken ones. */
+        n = woken->next;
+        woken->next = n->next;
+        if (!n->next)
+            w->yq_tail = woken;
+        w->woken_run = 0;
+    } else if (n) {
         yq_set_head(w, n->next);
         if (!n->next)
             w->yq_tail = NULL;
+        if (ITO_UNLIKELY(woken)) {
+            w->woken_run++;
+            if (n == woken)
+                w->yq_woken = NULL;
+        }
     }
     yq_leave(w);
     return n;
@@ -206,7 +249,7 @@ static void put_next(struct ws *w, ito_policy_node_t *n, ito_ready_reason_t why)
         if (why == ITO_READY_SPAWN)
             dq_push(w, old);
         else
-            yq_push(w, old);
+            yq_push_woken(w, old);
     }
 }
 
@@ -301,13 +344,18 @@ static ito_policy_node_t *steal_yq(struct ws *thief, struct ws *victim)
     unsigned n = 0;
     for (ito_policy_node_t *x = first; x; x = x->next)
         n++;
-    for (unsigned k = 1; k < (n + 1) / 2; k++)
+    bool took_woken = first && first == victim->yq_woken;
+    for (unsigned k = 1; k < (n + 1) / 2; k++) {
         last = last->next;
+        took_woken |= last == victim->yq_woken;
+    }
     if (first) {
         yq_set_head(victim, last->next);
         if (!last->next)
             victim->yq_tail = NULL;
         last->next = NULL;
+        if (took_woken)
+            victim->yq_woken = NULL;   /* the woken front went whole (it is a prefix) */
     }
     /* Release: the owner (acquire in yq_enter) sees the shortened list. */
     atomic_store_explicit(&victim->yq_thief, 0, memory_order_release);

@@ -11,6 +11,8 @@
  *     create: the same;
  *   - a semaphore ping-pong beside a thread that computes, on one vproc:
  *     the pair keeps the vproc for a slice;
+ *   - sleepers woken by one look beside threads that used whole slices:
+ *     each runs before those threads' next slices;
  *   - a mixed load on two vprocs — a semaphore ping-pong, sleepers, and
  *     pipe writers and readers whose I/O rarely parks — moves every part:
  *     the threads that use whole slices are charged for them and queue
@@ -302,6 +304,54 @@ static void part_mixed(void)
     CHECK(w >= 1000);
 }
 
+/* ------------------------------ sleepers woken together beside spinners */
+
+enum { TOGETHER = 4, TOGETHER_ROUNDS = 10 };
+static _Atomic uint64_t together_deadline[TOGETHER_ROUNDS];
+static _Atomic uint64_t together_late;   /* the most any sleeper woke after its deadline */
+
+static void *together_sleeper(void *arg)
+{
+    (void)arg;
+    for (int k = 0; k < TOGETHER_ROUNDS; k++) {
+        uint64_t d = atomic_load(&together_deadline[k]), now = ito_now_ns();
+        if (d > now)
+            OK(ito_sleep_ns(d - now));
+        uint64_t late = ito_now_ns() - d;
+        for (uint64_t m = atomic_load(&together_late); late > m;)
+            if (atomic_compare_exchange_weak(&together_late, &m, late))
+                break;
+    }
+    return NULL;
+}
+
+/* 4 sleepers with the same deadlines, beside 3 threads that have each
+ * computed a whole slice (50 ms) and wait for the next one: one look of the
+ * vproc ends all four sleeps, and each must run before the computing
+ * threads' next slices. (Under ws the thread that a wake-up pushed out of
+ * the next slot used to queue behind them: up to 3 slices late.) */
+static void part_together(void)
+{
+    ito_thread_t busy[3], s[TOGETHER];
+    for (int i = 0; i < 3; i++)
+        OK(ito_spawn(&busy[i], NULL, compute, NULL));
+    test_sleep_cpu_time(200);   /* each has run a slice or more */
+    uint64_t t0 = ito_now_ns() + 20000000;
+    for (int k = 0; k < TOGETHER_ROUNDS; k++)
+        atomic_store(&together_deadline[k], t0 + (uint64_t)k * 30000000);
+    for (int i = 0; i < TOGETHER; i++)
+        OK(ito_spawn(&s[i], NULL, together_sleeper, NULL));
+    for (int i = 0; i < TOGETHER; i++)
+        OK(ito_join(s[i], NULL));
+    atomic_store(&stop, true);
+    for (int i = 0; i < 3; i++)
+        OK(ito_join(busy[i], NULL));
+    uint64_t late = atomic_load(&together_late);
+    printf("wakeups: %d sleepers woken together beside 3 computing threads: %.2f ms late at most "
+           "(bound: a slice, 50 ms)\n", TOGETHER, late / 1e6);
+    CHECK(late < 50000000);
+}
+
 int main(void)
 {
     const char *const slow[] = { "ITO_TIMESLICE_US", "2000000", NULL };
@@ -311,5 +361,7 @@ int main(void)
     test_run_part("wakeups", "an I/O completion", part_io, 1, slow);
     test_run_part("wakeups", "a ping-pong beside a computing thread", part_pair, 1, slow);
     test_run_part("wakeups", "a mixed load", part_mixed, 2, NULL);
+    const char *const slices50[] = { "ITO_TIMESLICE_US", "50000", NULL };
+    test_run_part("wakeups", "sleepers woken together", part_together, 1, slices50);
     return 0;
 }
