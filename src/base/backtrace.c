@@ -176,15 +176,21 @@ int ito__bt_capture(struct ito__bt *bt, ucontext_t *uc, bool signal_frame)
     return bt->n;
 }
 
+static _Atomic bool names_off;
+
+void ito__bt_names_off(void) { atomic_store_explicit(&names_off, true, memory_order_relaxed); }
+
 int ito__bt_print(int fd, struct ito__bt *bt, const char *indent)
 {
+    bool names = !atomic_load_explicit(&names_off, memory_order_relaxed);
     struct frame fr[ITO__BT_FRAMES];
     int n = bt->n;
     bool more = bt->more, signal_frame = bt->signal_frame;
     for (int i = 0; i < n; i++) {
         unw_word_t off = 0;
         fr[i].ip = bt->ip[i];
-        if (unw_get_proc_name((unw_cursor_t *)&bt->cursors[i], fr[i].name, sizeof fr[i].name, &off) != 0 && off == 0)
+        if (!names ||
+            (unw_get_proc_name((unw_cursor_t *)&bt->cursors[i], fr[i].name, sizeof fr[i].name, &off) != 0 && off == 0))
             strcpy(fr[i].name, "??");
         fr[i].off = off;
     }

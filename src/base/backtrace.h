@@ -52,4 +52,10 @@ void ito__bt_init(void);
  * reads symbol tables): in a signal handler only where the program dies. */
 int ito__bt_write(int fd, ucontext_t *uc, bool signal_frame, const char *indent);
 
+/* From now on, backtraces are written without names (each frame as its
+ * module and offset): the process is about to die in code that interrupted
+ * what may hold the allocator's lock (a signal handler's misuse: runtime/
+ * critical.c), and naming a frame allocates. */
+void ito__bt_names_off(void);
+
 #endif

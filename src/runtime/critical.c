@@ -16,6 +16,7 @@
 
 #include <stdio.h>
 
+#include "base/backtrace.h"
 #include "base/panic.h"
 #include "runtime/sched.h"
 #include "runtime/stats.h"
@@ -78,6 +79,10 @@ void ito__critical_reentered(void)
         snprintf(who, sizeof who, "thread %u \"%s\"", t->index, t->name);
     else
         snprintf(who, sizeof who, "a kernel thread that ito did not create");
+    /* The interrupted code may hold the allocator's lock: the crash report
+     * that follows names no frame (naming allocates; it hung 1 run in 40). */
+    if (!(act && (act->in_hook || act->blocking)))
+        ito__bt_names_off();
     if (act && act->in_hook)
         ito__panic("%s called an ito function that may switch from inside an event hook; a hook runs "
                    "in ito's scheduler and must not block or switch (see ito_event_hook_set)", who);
