@@ -16,11 +16,11 @@ static struct sched_param base_param;
 
 void ito__kthread_policy_save(void)
 {
-    int policy;
     struct sched_param param;
-    if (pthread_getschedparam(pthread_self(), &policy, &param) == 0) {
+    int policy = ito__sys_sched_getscheduler(0, &param);
+    if (policy >= 0) {
         base_param = param;
-        base_policy = policy;
+        base_policy = policy & ~SCHED_RESET_ON_FORK;
     }
 }
 

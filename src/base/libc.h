@@ -54,6 +54,20 @@ static inline int ito__sys_sched_getaffinity(pid_t tid, size_t size, cpu_set_t *
     return 0;
 }
 
+/* The scheduling policy of a kernel thread (0: the caller), likewise the
+ * system calls (the POSIX face's pthread_*schedparam act on ito threads). */
+static inline int ito__sys_sched_getscheduler(pid_t tid, struct sched_param *param)
+{
+    long policy = syscall(SYS_sched_getscheduler, tid);
+    if (policy < 0 || syscall(SYS_sched_getparam, tid, param) != 0)
+        return -1;
+    return (int)policy;
+}
+static inline int ito__sys_sched_setscheduler(pid_t tid, int policy, const struct sched_param *param)
+{
+    return (int)syscall(SYS_sched_setscheduler, tid, policy, param);
+}
+
 #if ITO_OWN_TLS
 int ito__libc_pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), void *arg);
 pthread_t ito__libc_pthread_self(void);

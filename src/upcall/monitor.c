@@ -439,7 +439,7 @@ static void *monitor_main(void *arg)
      * (base/kthread.c). ITO_MONITOR_RT=0 leaves it at the process's. */
     if (ito__env_int("ITO_MONITOR_RT", 1, 0, 1, false)) {
         struct sched_param rt = { .sched_priority = 1 };
-        pthread_setschedparam(pthread_self(), SCHED_FIFO, &rt);   /* (EPERM: stays as it was) */
+        ito__sys_sched_setscheduler(0, SCHED_FIFO, &rt);   /* (EPERM: stays as it was) */
     }
     uint64_t delay = ITO__MONITOR_MIN_NS, nap = delay, spin_until = 0;
     provision();
