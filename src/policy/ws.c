@@ -28,23 +28,25 @@
  *     wake-ups serves its threads in turn): a thread woken while threads
  *     that used a slice are ready runs before them (one look that ends
  *     several sleeps used to leave all but the last behind a slice of each
- *     spinner). So that a stream of wake-ups cannot starve those, the
- *     owner takes one of them after each ITO__WS_WOKEN_RUN threads from the
- *     front. Its owner uses it with plain loads and stores, so that ito_yield among the
- *     threads of one vproc costs no atomic instruction; a thief gets at it
- *     through a biased lock: the owner marks itself inside with a store and
- *     checks for a thief after a compiler barrier, a thief marks itself, runs
- *     the heavy fence (membarrier, idle.c) and waits for the owner to be out
- *     — a Dekker pair in which only the rare side pays.
+ *     spinner). So that a stream of wake-ups cannot starve those, the owner
+ *     takes one of them after each ITO__WS_WOKEN_RUN threads from the front.
+ *     Its owner uses it with plain loads and stores, so that ito_yield among
+ *     the threads of one vproc costs no atomic instruction; a thief gets at
+ *     it through a biased lock: the owner marks itself inside with a store
+ *     and checks for a thief after a compiler barrier, a thief marks itself,
+ *     runs the heavy fence (membarrier, idle.c) and waits for the owner to be
+ *     out — a Dekker pair in which only the rare side pays.
  *
  * Stealing: an idle vproc visits the others from a random one on, and takes
  * half of the first non-empty deque it finds (at most ITO__WS_STEAL_MAX), one
  * Chase-Lev steal at a time: the first it runs, the rest it pushes on its own
  * deque. Failing that, half of a yield list, then a next-slot thread past its
  * grace period; one still within it makes the idle vproc come back in time
- * rather than sleep on (ito_policy_retry_after). Threads made ready from
- * outside the vprocs are in the core's global queue, which the core drains
- * into the policy.
+ * rather than sleep on (ito_policy_retry_after). A busy vproc that has
+ * nothing else queued balances at the end of a slice (balance): it takes
+ * from a vproc with at least two threads waiting, by the same steals.
+ * Threads made ready from outside the vprocs are in the core's global
+ * queue, which the core drains into the policy.
  */
 #include <errno.h>
 #include <limits.h>
@@ -253,10 +255,53 @@ static void put_next(struct ws *w, ito_policy_node_t *n, ito_ready_reason_t why)
     }
 }
 
+static uint32_t xorshift(uint32_t *s)
+{
+    uint32_t x = *s;
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    return *s = x;
+}
+
+static ito_policy_node_t *steal_half(struct ws *thief, struct ws *victim);
+static ito_policy_node_t *steal_yq(struct ws *thief, struct ws *victim, unsigned min);
+
+/* Balance, at a slice's end (before its thread is queued: nobody can want
+ * it yet, so the work done on its stack delays no one — sched.c): a vproc
+ * that has nothing else to run takes from another that has at least two
+ * threads waiting, as an idle one would, and queues what it took. Only
+ * idle vprocs stole: threads spawned on one vproc while the others were
+ * busy shared it for ever, while another vproc ran a single thread
+ * (tests/policy/balance). At a slice's end only, not at each pick: a vproc
+ * that switches often is not the one left with a single computing thread. */
+static ITO_NOINLINE void balance(ito_policy_vproc_t *vp, struct ws *self)
+{
+    if (ito__deque_size(&self->dq) > 0 || yq_head(self) || atomic_load_explicit(&self->next, memory_order_relaxed))
+        return;
+    int n = vp->count, start = (int)(xorshift(&self->rng) % (uint32_t)n);
+    for (int i = 0; i < n; i++) {
+        struct ws *w = W(vp->all[(start + i) % n]);
+        ito_policy_node_t *x = NULL;
+        if (w == self)
+            continue;
+        if (ito__deque_size(&w->dq) >= 2)
+            x = steal_half(self, w);
+        if (!x && yq_head(w))
+            x = steal_yq(self, w, 2);
+        if (x) {
+            dq_push(self, x);
+            return;
+        }
+    }
+}
+
 static void ws_enqueue(ito_policy_vproc_t *vp, ito_policy_node_t *n, ito_ready_reason_t why)
 {
     struct ws *w = W(vp);
     bool used = ito_policy_node_charged(n, &n->word[0]);   /* word[0]: the count seen */
+    if (why == ITO_READY_PREEMPT && !w->dq.solo)
+        balance(vp, w);
     if (ITO_LIKELY(why != ITO_READY_YIELD && why != ITO_READY_PREEMPT && !used))
         put_next(w, n, why);   /* SPAWN, WAKE, RESUME */
     else
@@ -320,18 +365,9 @@ static bool ws_take(ito_policy_vproc_t *vp, ito_policy_node_t *n)
     return ito__deque_peek(&w->dq) == n && ito__deque_take(&w->dq) == n;
 }
 
-static uint32_t xorshift(uint32_t *s)
-{
-    uint32_t x = *s;
-    x ^= x << 13;
-    x ^= x >> 17;
-    x ^= x << 5;
-    return *s = x;
-}
-
-/* Take the first half of victim's yield list through the biased lock: the
- * first to run, the rest onto our deque. */
-static ito_policy_node_t *steal_yq(struct ws *thief, struct ws *victim)
+/* Take the first half of victim's yield list through the biased lock, if it
+ * holds at least `min` threads: the first to run, the rest onto our deque. */
+static ito_policy_node_t *steal_yq(struct ws *thief, struct ws *victim, unsigned min)
 {
     if (!yq_head(victim) || !ito__spin_trylock(&victim->yq_thieves))
         return NULL;
@@ -344,8 +380,10 @@ static ito_policy_node_t *steal_yq(struct ws *thief, struct ws *victim)
     unsigned n = 0;
     for (ito_policy_node_t *x = first; x; x = x->next)
         n++;
+    if (n < min)
+        first = NULL;   /* (leave it as it is) */
     bool took_woken = first && first == victim->yq_woken;
-    for (unsigned k = 1; k < (n + 1) / 2; k++) {
+    for (unsigned k = 1; first && k < (n + 1) / 2; k++) {
         last = last->next;
         took_woken |= last == victim->yq_woken;
     }
@@ -365,7 +403,7 @@ static ito_policy_node_t *steal_yq(struct ws *thief, struct ws *victim)
             nx = x->next;
             dq_push(thief, x);
         }
-    if (n > 1)
+    if (first && n > 1)
         ito_policy_spread(n - 1);   /* the rest, here and on the victim */
     return first;
 }
@@ -416,7 +454,7 @@ static ito_policy_node_t *ws_steal(ito_policy_vproc_t *vp)
         ito_policy_vproc_t *v = vp->all[(start + i) % n];
         if (v == vp)
             continue;
-        ito_policy_node_t *x = steal_yq(self, W(v));
+        ito_policy_node_t *x = steal_yq(self, W(v), 1);
         if (x)
             return x;
     }

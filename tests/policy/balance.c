@@ -1,11 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* Busy vprocs even their queues out (fifo, prio, prio-shared, affinity;
- * not ws yet: tests/policy/CMakeLists.txt says why): one thread
+/* Busy vprocs even their queues out, under every policy: one thread
  * computes on the second vproc, then 9 more are spawned on the first while
  * the second is busy (an idle vproc would steal them; this one is not
  * idle). Each of the 10 gets about a fifth of a vproc — not 9 sharing one
- * while one has the other to itself (prio and affinity once let it be so:
- * only idle vprocs took threads from others). Shares in CPU work units over
+ * while one has the other to itself (prio, affinity and ws once let it be
+ * so: only idle vprocs took threads from others). Shares in CPU work units over
  * 2 s of the process's CPU time; the bound says whether balancing works,
  * not how well. */
 #include "common.h"
