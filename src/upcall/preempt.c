@@ -28,7 +28,11 @@
  *     the recovery of [SA §3.3, §4.3] (critical.c);
  *   - inside the C library, the dynamic loader or a sanitizer runtime (their
  *     locks record the owning kernel thread; their code keeps addresses of
- *     the kernel thread's TLS in registers): deferred to the next tick;
+ *     the kernel thread's TLS in registers): deferred to the next tick —
+ *     except in the C library's memory and string functions (memcpy,
+ *     memset, strlen...: no lock, no TLS) called by the program itself and
+ *     still at their entry's stack (in_leaf_call), where a thread that
+ *     spends its time in memset would otherwise run on for seconds;
  *   - when a register points into the kernel thread's static TLS: the thread
  *     may be between computing the address of a __thread variable (errno,
  *     most often: `call __errno_location; mov (%rax)`) and using it; after a
@@ -89,6 +93,7 @@
 #include "upcall/preempt.h"
 #include "upcall/longrun.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <link.h>
 #include <signal.h>
@@ -121,10 +126,13 @@
 /* Above the C library's descriptor (struct pthread, ~2.3 KiB in glibc 2.36). */
 #define TCB_SPAN 4096
 
-/* Code where a thread is never switched out (read-only after init). */
+/* Code where a thread is never switched out; within it, the C library's;
+ * and the code of the other modules loaded at start, the program's (all
+ * read-only after init). */
 #define MAX_RANGES 32
-static struct range { uintptr_t lo, hi; } ranges[MAX_RANGES];
-static int nranges;
+struct range { uintptr_t lo, hi; };
+static struct range ranges[MAX_RANGES], libc_ranges[MAX_RANGES], code_ranges[MAX_RANGES];
+static int nranges, nlibc_ranges, ncode_ranges;
 static size_t tls_span;   /* static TLS below the thread pointer, rounded up */
 static struct sigaction prev_action;
 
@@ -145,24 +153,83 @@ static int collect(struct dl_phdr_info *info, size_t size, void *data)
     (void)size;
     (void)data;
     bool runtime = info->dlpi_name && is_runtime_library(info->dlpi_name);
+    const char *base = info->dlpi_name ? strrchr(info->dlpi_name, '/') : NULL;
+    bool libc = runtime && strncmp(base ? base + 1 : info->dlpi_name, "libc.so", 7) == 0;
     for (int i = 0; i < info->dlpi_phnum; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
         if (ph->p_type == PT_TLS)
             tls_span += (ph->p_memsz + ph->p_align + 63) & ~(size_t)63;
-        if (runtime && ph->p_type == PT_LOAD && (ph->p_flags & PF_X) && nranges < MAX_RANGES)
-            ranges[nranges++] = (struct range){ info->dlpi_addr + ph->p_vaddr,
-                                                info->dlpi_addr + ph->p_vaddr + ph->p_memsz };
+        if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
+            continue;
+        struct range r = { info->dlpi_addr + ph->p_vaddr, info->dlpi_addr + ph->p_vaddr + ph->p_memsz };
+        if (runtime && nranges < MAX_RANGES)
+            ranges[nranges++] = r;
+        if (libc && nlibc_ranges < MAX_RANGES)
+            libc_ranges[nlibc_ranges++] = r;
+        if (!runtime && ncode_ranges < MAX_RANGES)
+            code_ranges[ncode_ranges++] = r;
     }
     return 0;
 }
 
-static bool in_runtime_library(uintptr_t pc)
+static bool in_ranges(const struct range *r, int n, uintptr_t x)
 {
-    for (int i = 0; i < nranges; i++)
-        if (pc >= ranges[i].lo && pc < ranges[i].hi)
+    for (int i = 0; i < n; i++)
+        if (x >= r[i].lo && x < r[i].hi)
             return true;
     return false;
 }
+
+/* The C library's memory and string functions, which take no lock and use
+ * no thread-local variable: each implementation the dynamic linker chose
+ * (dlsym gives the one an IFUNC resolved to) up to the next of them, at most
+ * LEAF_SPAN bytes on (the implementations are not in the dynamic symbol
+ * table, so their sizes are not known; the C library keeps its string
+ * functions together). Read-only after init. */
+#define LEAF_SPAN 4096
+static const char *const leaf_names[] = { "memcpy", "memmove", "mempcpy", "memset", "memcmp", "bcmp",
+                                          "memchr", "memrchr", "rawmemchr", "strlen", "strnlen", "strchr",
+                                          "strchrnul", "strrchr", "strcmp", "strncmp", "strcpy", "stpcpy",
+                                          "strncpy", "strcat", "wmemset", "wcslen" };
+static struct range leaves[sizeof leaf_names / sizeof leaf_names[0]];
+static int nleaves;
+
+static int by_lo(const void *a, const void *b)
+{
+    uintptr_t x = ((const struct range *)a)->lo, y = ((const struct range *)b)->lo;
+    return x < y ? -1 : x > y;
+}
+
+static void find_leaves(void)
+{
+    for (size_t i = 0; i < sizeof leaf_names / sizeof leaf_names[0]; i++) {
+        uintptr_t f = (uintptr_t)dlsym(RTLD_DEFAULT, leaf_names[i]);
+        if (f && in_ranges(libc_ranges, nlibc_ranges, f))   /* (not a sanitizer's interceptor) */
+            leaves[nleaves++] = (struct range){ f, f + LEAF_SPAN };
+    }
+    qsort(leaves, (size_t)nleaves, sizeof leaves[0], by_lo);
+    for (int i = 0; i + 1 < nleaves; i++)
+        if (leaves[i].hi > leaves[i + 1].lo)
+            leaves[i].hi = leaves[i + 1].lo > leaves[i].lo ? leaves[i + 1].lo : leaves[i].lo + 1;
+}
+
+/* Interrupted in one of those functions, called by the program, which has
+ * not pushed anything (they use no stack): the word at the stack pointer is
+ * a return address into the program's code, right after a call. The
+ * registers that could hold a TLS address are checked as for any thread:
+ * it may be switched out there. Without this, a thread that spends most of
+ * its time in memset was switched out only when a tick fell in its own
+ * code: a thread beside it that slept 1 ms woke 1.5 s late on average. */
+static bool in_leaf_call(const ucontext_t *uc)
+{
+    if (!in_ranges(leaves, nleaves, ITO_ARCH_UC_PC(uc)))
+        return false;
+    uintptr_t ret = *(const uintptr_t *)ITO_ARCH_UC_SP(uc);
+    return in_ranges(code_ranges, ncode_ranges, ret) && in_ranges(code_ranges, ncode_ranges, ret - 6) &&
+           ito__arch_after_call(ret);
+}
+
+static bool in_runtime_library(uintptr_t pc) { return in_ranges(ranges, nranges, pc); }
 
 /* Does a register of the interrupted context point into this kernel
  * thread's static TLS or its C library descriptor? */
@@ -185,7 +252,7 @@ static bool safe_point(struct ito__activation *a, struct ito__thread *t, const u
         return false;   /* on its way to block (after its section): it switches soon */
     if (ito__running_on_valgrind())
         return false;   /* no switch in a handler there: see the essay */
-    if (in_runtime_library(ITO_ARCH_UC_PC(uc)))
+    if (in_runtime_library(ITO_ARCH_UC_PC(uc)) && !in_leaf_call(uc))
         return false;
     /* A TLS address in use lives for a few instructions; one that is still
      * there a tick later is a dead register that happens to hold one (or a
@@ -363,6 +430,7 @@ void ito__preempt_init(void)
         }
     }
     dl_iterate_phdr(collect, NULL);
+    find_leaves();
     tls_span = (tls_span + 2048 + 4095) & ~(size_t)4095;   /* plus the loader's surplus */
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);

@@ -150,6 +150,16 @@ static inline void ito__arch_critical_or(uint32_t bits)
                          : "memory", "cc");
 }
 
+/* Is `ret` an address a call instruction returns to, in one of the forms a
+ * program calls a shared library's function with: `call rel32` (e8, to its
+ * PLT entry) or `call *disp32(%rip)` (ff 15, without a PLT)? The 6 bytes
+ * before it must be readable. */
+static inline bool ito__arch_after_call(uintptr_t ret)
+{
+    const unsigned char *p = (const unsigned char *)ret;
+    return p[-5] == 0xe8 || (p[-6] == 0xff && p[-5] == 0x15);
+}
+
 /* The instruction pointer and stack pointer of an interrupted context. */
 #define ITO_ARCH_UC_PC(uc) ((uintptr_t)(uc)->uc_mcontext.gregs[REG_RIP])
 #define ITO_ARCH_UC_SP(uc) ((uintptr_t)(uc)->uc_mcontext.gregs[REG_RSP])
