@@ -45,7 +45,9 @@
  *   switched out after ITO_TIMESLICE_US of CPU time (10 ms by default; 0
  *   turns slicing off), at a safe point — a slice that ends inside ito's own
  *   critical sections is recovered when the section ends, one that ends in
- *   the C library waits for the next tick — with its registers (vector
+ *   the C library waits for the next tick (but in a memory or string
+ *   function such as memcpy, memset or strlen that the program called
+ *   itself, where it ends at once) — with its registers (vector
  *   registers included) and errno, and may resume on another vproc. So a
  *   thread may change kernel threads between any two of its own
  *   instructions, not only at calls that may switch: the rules above about
