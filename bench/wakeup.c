@@ -54,7 +54,9 @@
  *       `p50_gap_ms`, `p99_gap_ms`, against `slice_ms` (ITO_TIMESLICE_US;
  *       POSIX threads: 0) and `bound_ms` = N x slice ("round robin within one
  *       slice per ready thread"); `min_share` / `max_share`: the least and
- *       most CPU time one thread got, as fractions of the whole.
+ *       most CPU time one thread got, as fractions of the whole;
+ *       `cpu_timer_tick_ms`: how often the kernel looks at CPU-time timers
+ *       (its tick; ito's slices are whole ticks), measured before the run.
  *
  * Every mode measures for D ms (default 500; urgent: or until S samples,
  * default 200) after a warm-up of 30 ms, then stops the busy threads. The end
@@ -78,9 +80,11 @@
 #include "common.h"
 
 #include <semaphore.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
 
 #include "wakeup_harness.h"
 
@@ -650,6 +654,33 @@ static void *rr_thread(void *arg)
     return NULL;
 }
 
+/* How often the kernel looks at CPU-time timers (its tick), which ito's
+ * slices are whole multiples of: a profiling timer of 100 us is signalled
+ * once per look while this thread computes for 50 ms. */
+static volatile sig_atomic_t prof_signals;
+static void on_prof(int sig) { (void)sig; prof_signals++; }
+
+static double cpu_timer_tick_ms(void)
+{
+    struct sigaction sa, old;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_prof;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGPROF, &sa, &old);
+    struct itimerval it = { { 0, 100 }, { 0, 100 } }, off = { { 0, 0 }, { 0, 0 } };
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    double c0 = (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6, c1 = c0;
+    setitimer(ITIMER_PROF, &it, NULL);
+    while (c1 - c0 < 50) {
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+        c1 = (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+    }
+    setitimer(ITIMER_PROF, &off, NULL);
+    sigaction(SIGPROF, &old, NULL);
+    return prof_signals ? (c1 - c0) / prof_signals : 0;
+}
+
 static void mode_rr(int argc, char **argv)
 {
     int n = (int)arg_int(argc, argv, "--threads", 4);
@@ -660,6 +691,7 @@ static void mode_rr(int argc, char **argv)
     lat_cap = 1000000;
     lat = xmalloc((size_t)lat_cap * sizeof *lat);
     cpu_ns = xmalloc((size_t)n * sizeof *cpu_ns);
+    double tick_ms = cpu_timer_tick_ms();
     ncpus = 1;
     if (use_ito)
         ito_start(1);
@@ -700,6 +732,7 @@ static void mode_rr(int argc, char **argv)
     json_num("p50_gap_ms", g ? (double)lat[g / 2] / 1e6 : 0);
     json_num("p99_gap_ms", g ? (double)lat[g * 99 / 100] / 1e6 : 0);
     json_num("slice_ms", slice_ms);
+    json_num("cpu_timer_tick_ms", tick_ms);
     json_num("bound_ms", slice_ms * n);
     json_num("gap_over_bound", slice_ms > 0 && g > 0 ? (double)lat[g - 1] / 1e6 / (slice_ms * n) : 0);
     json_num("min_share", tot ? (double)lo / (double)tot : 0);

@@ -43,7 +43,9 @@
  *   A thread keeps its vproc until it calls something that may switch or
  *   until its time slice ends: a thread that computes without calling ito is
  *   switched out after ITO_TIMESLICE_US of CPU time (10 ms by default; 0
- *   turns slicing off), at a safe point — a slice that ends inside ito's own
+ *   turns slicing off; in whole ticks of the kernel, which looks at CPU-time
+ *   timers only then: at most one slice where it is two ticks or more), at
+ *   a safe point — a slice that ends inside ito's own
  *   critical sections is recovered when the section ends, one that ends in
  *   the C library waits for the next tick (but in a memory or string
  *   function such as memcpy, memset or strlen that the program called

@@ -24,7 +24,11 @@ PATHS = (("sem", "ito_sem_post from a computing ito thread", True),
 URGENT_P99_US = 100          # issue 22: "runs within 100 us (p99) ... by every path"
 TIMER_P99_US = 1000          # issue 22: "a due timer fires within 1 ms (p99) while busy threads run"
 RR_THREADS = 4
-RR_SLICE_US = 2000           # short slices: many rounds in a short run
+RR_SLICES_US = (10000, 2000)  # the default slice, and a short one (below two ticks of a 250 Hz kernel)
+
+
+def rr_key(pol, slice_us):
+    return "wakeup/rr/%s" % pol if slice_us == RR_SLICES_US[0] else "wakeup/rr/%s/%dus" % (pol, slice_us)
 
 
 def busy_kinds(full):
@@ -65,15 +69,18 @@ def timer_target(pol):
                   keys=["wakeup/timer/%s/spin" % pol, "wakeup/timer/%s/park" % pol])
 
 
-def rr_target(pol):
-    key = "wakeup/rr/%s" % pol
+def rr_target(pol, slice_us):
+    key = rr_key(pol, slice_us)
 
     def value(by_key):
         c = by_key.get(key)
         return {"value": c.field_stats("gap_over_bound")[0] if c else None, "keys": [key]}
-    return Target("wakeup_rr_%s" % pol.replace("-", "_"),
-                  "%s: %d threads of one priority on one vproc: the longest wait between two runs of one of them "
-                  "<= %d x the slice (round robin within one slice per ready thread)" % (pol, RR_THREADS, RR_THREADS),
+    name = "wakeup_rr_%s" % pol.replace("-", "_")
+    if slice_us != RR_SLICES_US[0]:
+        name += "_%dus" % slice_us
+    return Target(name, "%s: %d threads of one priority on one vproc, slices of %d us: the longest wait between two "
+                  "runs of one of them <= %d x the slice (round robin within one slice per ready thread)" % (
+                      pol, RR_THREADS, slice_us, RR_THREADS),
                   "<=", 1.0, "x", value=value, keys=[key], show="<= N x slice")
 
 
@@ -130,7 +137,7 @@ class Wakeup(Experiment):
                "round trips beside busy threads (every policy); the longest wait among equal-priority threads")
     programs = ("wakeup",)
     targets = tuple([urgent_target(p) for p in PRIO_POLICIES] + [timer_target(p) for p in POLICIES] +
-                    [rr_target(p) for p in PRIO_POLICIES])
+                    [rr_target(p, us) for us in RR_SLICES_US for p in PRIO_POLICIES])
     notes = ("Every run measures for a fixed window after a 30 ms warm-up (urgent: or until its sample count), "
              "then stops its busy threads: a watchdog pthread closes the window whatever the scheduler does, so a "
              "defect makes samples rare (the `samples` column; `*`: the window ended before the count was "
@@ -140,12 +147,13 @@ class Wakeup(Experiment):
              "threads at the default priority (spin: never call ito; park: pass V+1 tokens round a ring of "
              "semaphores computing 50 us with each; yield: 20 us then ito_yield). Wake: a semaphore ping-pong "
              "pair beside 2 x CPUs spinning threads (warmed up for 30 ms: they have run whole slices). "
-             "Round robin: %d threads of priority 15 on one vproc with ITO_TIMESLICE_US=%d, each noting every "
+             "Round robin: %d threads of priority 15 on one vproc with ITO_TIMESLICE_US=%s, each noting every "
              "gap of more than 50 us in its own progress (POSIX threads: pinned to one CPU, the kernel's "
-             "slices). ito runs in an allocation domain of its own (ITO_ALLOC_DOMAIN), so that other ito processes "
+             "slices); the kernel looks at CPU-time timers only at its own tick, so ito's slices are whole ticks "
+             "and the bound is out of reach for a slice shorter than two ticks. ito runs in an allocation domain of its own (ITO_ALLOC_DOMAIN), so that other ito processes "
              "on the machine do not take its processors. Percentiles are each run's; the tables give their "
              "medians over the runs." % (
-                 RR_THREADS, RR_SLICE_US))
+                 RR_THREADS, " and ".join(str(us) for us in RR_SLICES_US)))
 
     def configs(self, ctx):
         R, exp, ncpu, full = ctx.R, self.name, ctx.ncpu, ctx.full
@@ -190,10 +198,12 @@ class Wakeup(Experiment):
         pk = "wakeup/rr/pthread"
         cs.append(Config(exp, pk, "pthread", "%d threads, 1 CPU" % RR_THREADS, "wakeup", ["--impl", "pthread"] + r,
                          1, "max_gap_ms", "ns", R(3, 5), scale=1e6, group="rr", timeout=60))
-        for pol in PRIO_POLICIES:
-            cs.append(Config(exp, "wakeup/rr/%s" % pol, "ito", "%d threads, 1 vproc, %s" % (RR_THREADS, pol),
-                             "wakeup", ["--impl", "ito"] + r, 1, "max_gap_ms", "ns", R(3, 5), scale=1e6, group="rr",
-                             timeout=60, pair=pk, env={"ITO_POLICY": pol, "ITO_TIMESLICE_US": str(RR_SLICE_US)}))
+        for us in RR_SLICES_US:
+            for pol in PRIO_POLICIES:
+                cs.append(Config(exp, rr_key(pol, us), "ito", "%d threads, 1 vproc, %s, %d us slices" % (
+                    RR_THREADS, pol, us), "wakeup", ["--impl", "ito"] + r, 1, "max_gap_ms", "ns", R(3, 5),
+                    scale=1e6, group="rr", timeout=60, pair=pk,
+                    env={"ITO_POLICY": pol, "ITO_TIMESLICE_US": str(us)}))
         return cs
 
     # ------------------------------------------------------------------ tables
@@ -277,27 +287,35 @@ class Wakeup(Experiment):
                          2 * ctx.ncpu), notes)
 
     def rr_table(self, ctx):
-        headers = ["policy", "longest wait (min-max)", "p50 wait", "p99 wait", "N x slice", "shares", "target"]
+        headers = ["policy", "slice", "kernel tick", "longest wait (min-max)", "p50 wait", "p99 wait", "N x slice",
+                   "shares", "target"]
         rows, notes = [], []
         ms = lambda v: fmt_us(v * 1e3)   # noqa: E731
-        for pol in ("pthread",) + PRIO_POLICIES:
-            c = self.by(ctx, "wakeup/rr/%s" % pol)
+        for pol, us in [("pthread", 0)] + [(p, us) for us in RR_SLICES_US for p in PRIO_POLICIES]:
+            c = self.by(ctx, "wakeup/rr/pthread" if pol == "pthread" else rr_key(pol, us))
             if not c:
                 continue
             bound = c.field_stats("bound_ms")[0]
+            tick = c.field_stats("cpu_timer_tick_ms")[0]
             lo, hi = c.field_stats("min_share")[0], c.field_stats("max_share")[0]
-            t = ctx.target("wakeup_rr_%s" % pol.replace("-", "_")) if pol != "pthread" else None
-            rows.append(["POSIX threads" if pol == "pthread" else pol,
+            t = None
+            if pol != "pthread":
+                t = ctx.target("wakeup_rr_%s" % pol.replace("-", "_") +
+                               ("" if us == RR_SLICES_US[0] else "_%dus" % us))
+            rows.append(["POSIX threads" if pol == "pthread" else pol, ms(us / 1e3) if us else "kernel's",
+                         ms(tick) if tick else "-",
                          fmt_cell(*c.stats()) if c.median() is not None else "-", field(c, "p50_gap_ms", ms),
                          field(c, "p99_gap_ms", ms), ms(bound) if bound else "-",
                          "%.0f-%.0f %%" % (100 * lo, 100 * hi) if lo is not None else "-",
                          "<= N x slice: %s" % met_str(t) if t else ""])
             notes += run_notes(c)
+        notes.insert(0, "kernel tick: how often the kernel looked at CPU-time timers (measured by each run); ito's "
+                     "slices are whole ticks, so with a slice shorter than two ticks a slice is one tick")
         notes.insert(0, "shares: the least and the most CPU time one thread got in the window, of the whole")
         notes.append(censored_note([c for c in self.cfgs if c.group == "rr"]))
-        return Table(headers, rows, "Round robin among N = %d threads of one priority on one vproc (slices of %d us; "
-                     "POSIX threads: on one CPU, nice 0): the longest any thread waited between two runs, median "
-                     "over the runs" % (RR_THREADS, RR_SLICE_US), notes)
+        return Table(headers, rows, "Round robin among N = %d threads of one priority on one vproc (POSIX threads: "
+                     "on one CPU, nice 0): the longest any thread waited between two runs, median over the runs" % (
+                         RR_THREADS), notes)
 
     def tables(self, ctx):
         return [self.urgent_table(ctx), self.timer_table(ctx), self.wake_table(ctx), self.rr_table(ctx)]

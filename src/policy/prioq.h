@@ -107,6 +107,18 @@ static inline bool ito__prioq_expired_any(const struct ito__prioq *q)
     return false;
 }
 
+/* Whether every node q holds is at `level` of the active array (or q holds
+ * none). */
+static inline bool ito__prioq_only_level(const struct ito__prioq *q, unsigned level)
+{
+    for (int w = 0; w < ITO__PRIOQ_WORDS; w++) {
+        uint64_t mine = (unsigned)w == level / 64 ? (uint64_t)1 << (level % 64) : 0;
+        if (q->expired->bits[w] || (q->active->bits[w] & ~mine))
+            return false;
+    }
+    return true;
+}
+
 /* n->word[1], which the policy shares: relaxed atomic accesses, since a
  * policy may look at a node that another vproc is queueing (under another
  * lock) to see where it is. */

@@ -33,7 +33,8 @@ ITO_API int ito_policy_node_priority(const ito_policy_node_t *n)
 
 ITO_API uint32_t ito_policy_node_slices(const ito_policy_node_t *n)
 {
-    return atomic_load_explicit(&ito__thread_of_node(n)->slices, memory_order_relaxed);
+    /* (Wraps with the counter: 2^32 is a multiple of the period count.) */
+    return atomic_load_explicit(&ito__thread_of_node(n)->periods, memory_order_relaxed) / ITO__SLICE_PERIODS;
 }
 
 ITO_API int ito_policy_node_vproc_hint(const ito_policy_node_t *n) { return ito__thread_of_node(n)->pref_vproc; }

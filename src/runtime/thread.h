@@ -46,6 +46,9 @@
 #include "runtime/trace.h"
 #include "runtime/wait.h"
 
+/* The time-slice timer ticks this many times a slice (upcall/preempt.c). */
+#define ITO__SLICE_PERIODS 4u
+
 enum ito__tstate {
     ITO__TS_NEW = 0,
     ITO__TS_READY,
@@ -111,8 +114,9 @@ struct ito__thread {
                                          back (hooks.h: tp_done) after its last switch */
     const struct ito__cpus *_Atomic cpus; /* the CPUs it may run on, NULL: any (affinity.c) */
     int prio;
-    _Atomic uint32_t slices;          /* time-slice ticks that found it running (upcall/preempt.c):
-                                         its CPU time in slices, sampled, for the policy's charge */
+    _Atomic uint32_t periods;         /* timer periods whose ticks found it running (upcall/
+                                         preempt.c): its CPU time, sampled, for the policy's charge
+                                         (ITO__SLICE_PERIODS a slice) */
     struct ito__group *group;         /* its group or NULL (group.c; others read it relaxed) */
 
     /* --- lifetime --- */

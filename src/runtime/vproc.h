@@ -90,6 +90,8 @@ struct ito__activation {
     /* Time slices (upcall/preempt.c); the activation's own. */
     timer_t slice_timer;
     uint64_t slice_ticks;           /* vp->ticks at the last tick */
+    uint32_t slice_periods;         /* timer periods the running thread has surely run */
+    bool slice_from_tick;           /* the running thread was picked at a tick: its slice_periods are whole */
     bool slice_deferred;            /* this slice's end was deferred for a TLS address */
     bool slice_pending;             /* a slice ended inside a section: yield at its end */
     /* Un-annotated blocking (runtime/carrier.c): what the monitor needs to see

@@ -13,13 +13,27 @@
  * while the activation sleeps, so an idle process takes no signals at all,
  * and a parked spare none either. The handler runs on the interrupted thread's
  * own stack and compares the vproc's pick counter with the one it saw at the
- * previous tick: unchanged means the same thread has run for a whole period,
- * so it yields right there, from the handler (ito__preempt_switch, which
- * also does the vproc's periodic work: timers, completions), and the
- * kernel's signal frame below it holds the full register state, vector registers included, until the thread resumes,
- * possibly on another activation, and returns from the handler. A thread
- * thus runs between one and two slices of CPU time before it is preempted
- * (Go's sysmon has the same bound).
+ * previous tick: unchanged means the same thread has run for the whole
+ * period between. Once it has run nearly a slice, it yields right there,
+ * from the handler (ito__preempt_switch, which also does the vproc's
+ * periodic work: timers, completions), and the kernel's signal frame below
+ * it holds the full register state, vector registers included, until the
+ * thread resumes, possibly on another activation, and returns from the
+ * handler.
+ *
+ * Slice length. The timer ticks four times a slice, and a thread is
+ * switched out at the last tick before it would have run more than one
+ * slice: a thread picked between two ticks is counted from the first tick
+ * after its pick, the part before it taken as a whole period; one picked at
+ * the tick that ended the previous thread's slice is counted from there.
+ * With one tick a slice, a thread ran between one and two slices (Go's
+ * sysmon has that bound), and 4 threads on one vproc waited 60 ms for their
+ * turns with 10 ms slices. The kernel checks CPU-time timers at its own
+ * tick (4 ms at 250 Hz) and reports the periods that went by meanwhile as
+ * overruns: the handler counts them, so slices are whole kernel ticks, at
+ * most one slice long where the slice is at least two kernel ticks (4 x
+ * 10 ms: 28-36 ms of waiting at 250 Hz; with 2 ms slices 12 ms, one kernel
+ * tick each).
  *
  * Safe points. The interrupted thread is switched out only where that is
  * safe; otherwise the slice's end is deferred or recovered:
@@ -68,10 +82,11 @@
  * asleep in an unbracketed call only from a word at 0 (leaving one there
  * once hung 16 POSIX threads on a stdio lock).
  *
- * Charging. Each tick of the timer counts for the thread it interrupts
- * (t->slices, ito_policy_node_slices), whether or not the thread is switched
- * out: a policy thus learns the CPU time of threads that park just before
- * their slices end, which the switches alone would never show it.
+ * Charging. The periods since the last tick count for the thread the tick
+ * interrupts (t->periods; ito_policy_node_slices gives them in slices),
+ * whether or not the thread is switched out: a policy thus learns the CPU
+ * time of threads that park just before their slices end, which the
+ * switches alone would never show it.
  *
  * Under valgrind the handler never switches: valgrind's sigreturn puts back
  * the TLS base of the kernel thread that took the signal, so a thread
@@ -326,9 +341,19 @@ static void on_tick(int sig, siginfo_t *si, void *ucv)
     struct ito__thread *t = ito__thread_self();
     if (!t || !a->vp)
         goto out;   /* its scheduler context, or a carrier that lost its vproc */
-    if (!poke)   /* a slice of CPU time went by: charge the thread it found running */
-        atomic_store_explicit(&t->slices, atomic_load_explicit(&t->slices, memory_order_relaxed) + 1,
+    /* Periods of CPU time since the last tick: more than one where the
+     * kernel checks CPU-time timers less often than the period (at its own
+     * tick: 4 ms at 250 Hz), which it reports as overruns. */
+    uint32_t periods = 0;
+    if (!poke) {
+        /* They count for the thread it found running (charged per
+         * thread: charging a whole slice to the thread found running
+         * every fourth period would miss the same thread each round where
+         * slices and charges fall into step). */
+        periods = 1u + (uint32_t)(si->si_overrun > 0 ? (si->si_overrun < 1000 ? si->si_overrun : 1000) : 0);
+        atomic_store_explicit(&t->periods, atomic_load_explicit(&t->periods, memory_order_relaxed) + periods,
                               memory_order_relaxed);
+    }
     uint32_t word = ito__arch_critical_get(), depth = word & ITO__CRITICAL_DEPTH;
     if (word & ITO__CRITICAL_ATTENTION) {
         /* A slice that ended inside a section, or the monitor's mark
@@ -353,10 +378,23 @@ static void on_tick(int sig, siginfo_t *si, void *ucv)
      * ito_policy_preempt. */
     bool now = ito__vproc_revoked(vp) || atomic_load_explicit(&vp->displace, memory_order_acquire) ||
                atomic_load_explicit(&vp->look, memory_order_relaxed);
-    if (ticks != a->slice_ticks && !now) {
-        a->slice_ticks = ticks;   /* it picked since the last tick: a new slice */
-        a->slice_deferred = false;
-        goto out;
+    if (!now) {
+        if (ticks != a->slice_ticks) {
+            /* It picked since the last tick: a new slice, of which a part
+             * of a period (unknown) has gone by. */
+            a->slice_ticks = ticks;
+            a->slice_periods = 0;
+            a->slice_from_tick = false;
+            a->slice_deferred = false;
+            goto out;
+        }
+        /* The same thread since the last tick: it ran `periods` more. Its
+         * slice ends here if waiting for the next tick, as far again,
+         * would take it past one slice (counting the part before the
+         * first tick as a whole period, unless it was picked at a tick). */
+        a->slice_periods += periods;
+        if (a->slice_periods + periods + (a->slice_from_tick ? 0u : 1u) <= ITO__SLICE_PERIODS)
+            goto out;
     }
     if (depth > 0) {
         a->slice_pending = true;
@@ -378,6 +416,15 @@ static void on_tick(int sig, siginfo_t *si, void *ucv)
     a->slice_pending = false;
     if (!atomic_load_explicit(&vp->displace, memory_order_relaxed) && !atomic_load_explicit(&vp->look, memory_order_relaxed))
         ITO_STAT_INC(vp, preemptions);
+    /* The thread the vproc picks next (ticks + 1) starts its slice at this
+     * tick: it is counted whole. Not after a look, which returns without a
+     * pick when it made nothing ready: the thread goes on with its slice. */
+    if (!atomic_load_explicit(&vp->look, memory_order_relaxed)) {
+        a->slice_ticks = ticks + 1;
+        a->slice_periods = 0;
+        a->slice_from_tick = true;
+        a->slice_deferred = false;
+    }
     ito__preempt_switch(t);
     /* Resumed, perhaps on another activation. */
     a = ito__arch_activation();
@@ -467,8 +514,11 @@ void ito__preempt_start_self(struct ito__activation *a)
         return;
     }
     struct itimerspec its;
-    its.it_value.tv_sec = (time_t)(ito__rt.timeslice_ns / 1000000000u);
-    its.it_value.tv_nsec = (long)(ito__rt.timeslice_ns % 1000000000u);
+    uint64_t period_ns = ito__rt.timeslice_ns / ITO__SLICE_PERIODS;
+    if (period_ns == 0)
+        period_ns = 1;
+    its.it_value.tv_sec = (time_t)(period_ns / 1000000000u);
+    its.it_value.tv_nsec = (long)(period_ns % 1000000000u);
     its.it_interval = its.it_value;
     timer_settime(a->slice_timer, 0, &its, NULL);
 }
