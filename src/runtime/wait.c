@@ -6,6 +6,7 @@
 
 #include "runtime/critical.h"
 
+#include "base/backoff.h"
 #include "base/futex.h"
 #include "base/panic.h"
 #include "runtime/runtime.h"
@@ -20,7 +21,7 @@ struct ito__waiter *ito__waiter_init(struct ito__waiter *local)
     if (!self) {
         w->thread = NULL;
         atomic_store_explicit(&w->state, ITO__WAIT_WAITING, memory_order_relaxed);
-        atomic_store_explicit(&w->futex, 0, memory_order_relaxed);
+        atomic_store_explicit(&w->futex, ITO__FUTEX_WAITING, memory_order_relaxed);
         atomic_store_explicit(&w->interruptible, false, memory_order_relaxed);
     }
     w->epoch = ito__fork_epoch;
@@ -71,6 +72,18 @@ static int timed_out(struct ito__waiter *w, ito__spinlock *lock, struct ito__wai
     return ETIMEDOUT;
 }
 
+/* A foreign waiter woken: its record is its own again once the waker has
+ * made its futex wake (a step of one system call). Acquire pairs with the
+ * waker's release store of RELEASED: the wake happened before the frame
+ * that holds the record can go. */
+static int released(struct ito__waiter *w)
+{
+    unsigned spins = 0;
+    while (atomic_load_explicit(&w->futex, memory_order_acquire) != ITO__FUTEX_RELEASED)
+        ito__backoff(&spins);
+    return 0;
+}
+
 int ito__wait_end(struct ito__waiter *w, ito__spinlock *lock, struct ito__waitq *q)
 {
     if (w->thread) {
@@ -93,18 +106,18 @@ int ito__wait_end(struct ito__waiter *w, ito__spinlock *lock, struct ito__waitq 
     }
     /* A foreign kernel thread: sleep in the kernel. */
     for (;;) {
-        if (atomic_load_explicit(&w->futex, memory_order_acquire))
-            return 0;
-        int r = ito__futex_wait(&w->futex, 0, w->deadline);
+        if (atomic_load_explicit(&w->futex, memory_order_acquire) != ITO__FUTEX_WAITING)
+            return released(w);
+        int r = ito__futex_wait(&w->futex, ITO__FUTEX_WAITING, w->deadline);
         if (r == ETIMEDOUT) {
             uint64_t exp = ITO__WAIT_WAITING;
             if (atomic_compare_exchange_strong_explicit(&w->state, &exp, ITO__WAIT_TIMEDOUT,
                                                         memory_order_acq_rel, memory_order_acquire))
                 return timed_out(w, lock, q);
             /* Claimed by a waker at the same moment: it is about to finish. */
-            while (!atomic_load_explicit(&w->futex, memory_order_acquire))
-                ito__futex_wait(&w->futex, 0, 0);
-            return 0;
+            while (atomic_load_explicit(&w->futex, memory_order_acquire) == ITO__FUTEX_WAITING)
+                ito__futex_wait(&w->futex, ITO__FUTEX_WAITING, 0);
+            return released(w);
         }
     }
 }
@@ -139,11 +152,12 @@ void ito__wake_finish(struct ito__waiter *w)
         ito__ready(t, ITO_READY_WAKE);
         return;
     }
-    /* Release pairs with the waiter's acquire load of futex. After this store
-     * the waiter may return and its record vanish: a futex wake on a stale
-     * address only causes a spurious wake-up, which every futex user tolerates. */
-    atomic_store_explicit(&w->futex, 1, memory_order_release);
+    /* Release pairs with the waiter's acquire loads of futex (wait_end,
+     * released): what the waker did before — the claim — is visible once the
+     * waiter sees WOKEN. The record stays the waker's until RELEASED (wait.h). */
+    atomic_store_explicit(&w->futex, ITO__FUTEX_WOKEN, memory_order_release);
     ito__futex_wake(&w->futex, 1);
+    atomic_store_explicit(&w->futex, ITO__FUTEX_RELEASED, memory_order_release);
 }
 
 struct ito__waiter *ito__waitq_claim_all(struct ito__waitq *q)

@@ -94,7 +94,7 @@ struct ito__waiter {
      * reads them before it knows the wait is still the one it looked at. */
     ito__spinlock *_Atomic lock;
     struct ito__waitq *_Atomic queue;
-    _Atomic uint32_t futex;            /* foreign waiters sleep on it: 0 wait, 1 done */
+    _Atomic uint32_t futex;            /* foreign waiters sleep on it: ITO__FUTEX_* */
     /* What a waker reads and writes: the last ITO__WAITER_WAKE_BYTES, which
      * an ito thread's descriptor keeps in its hand-off line (thread.h). */
     struct ito__thread *thread;        /* NULL: a foreign kernel thread */
@@ -104,6 +104,16 @@ struct ito__waiter {
     bool queued;                       /* linked in a queue (object lock) */
     bool timed;                        /* has a deadline (set before linking) */
     _Atomic bool interruptible;        /* ito__wait_interrupt may end it (wait_begin) */
+};
+/* A foreign waiter's futex word. Its record lives on its stack, so the
+ * waker says when it is done with it: a futex wake on a word whose frame has
+ * gone is harmless to the kernel (at worst a spurious wake-up of whatever
+ * waits there now), but valgrind reports the stale word (valgrind.sem, 1 run
+ * in about 30). */
+enum {
+    ITO__FUTEX_WAITING = 0,   /* it may sleep on the word */
+    ITO__FUTEX_WOKEN = 1,     /* its wait is over; the waker is still waking it */
+    ITO__FUTEX_RELEASED = 2,  /* the waker has let go of the record */
 };
 #define ITO__WAITER_WAKE_BYTES (sizeof(struct ito__waiter) - offsetof(struct ito__waiter, thread))
 
