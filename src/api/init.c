@@ -44,6 +44,7 @@
 #include "cpushare/weight.h"
 #include "runtime/context.h"
 #include "runtime/hooks.h"
+#include "upcall/doorbell.h"
 #include "upcall/monitor.h"
 #include "upcall/preempt.h"
 #include "upcall/longrun.h"
@@ -102,6 +103,8 @@ static int resume_forked(void)
     int e = ito__fork_resume();
     if (!e)
         e = ito__monitor_init();
+    if (!e)
+        e = ito__doorbell_init();
     if (!e) {
         ito__agent_start();
         ito__dump_signal_forked();
@@ -208,6 +211,8 @@ static int start(const ito_config_t *c, bool adopt)
         if ((e = ito__activation_start(ito__rt.vprocs[i])))
             return e;
     if ((e = ito__monitor_init()))
+        return e;
+    if ((e = ito__doorbell_init()))
         return e;
     ito__agent_start();
     ito__schedtrace_start();

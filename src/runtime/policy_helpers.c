@@ -169,6 +169,19 @@ ITO_API void ito_policy_preempt(int index)
     ito__critical_exit();
 }
 
+void ito__vproc_look_again(struct ito__vproc *vp)
+{
+    if (atomic_load_explicit(&vp->run_state, memory_order_relaxed) != ITO__VP_BUSY)
+        return;
+    uintptr_t ks = atomic_load_explicit(&vp->kstate, memory_order_acquire);
+    struct ito__activation *c = ito__ks_carrier(ks);
+    pid_t tid = c ? ito__activation_tid(c) : 0;
+    if ((ks & ITO__KS_MASK) == ITO__KS_RUN && tid &&
+        (atomic_load_explicit(&vp->look, memory_order_relaxed) ||
+         atomic_load_explicit(&vp->displace, memory_order_relaxed)))
+        ito__carrier_poke(tid);
+}
+
 void ito__vproc_look(struct ito__vproc *vp)
 {
     if (atomic_load_explicit(&vp->run_state, memory_order_relaxed) != ITO__VP_BUSY)

@@ -28,6 +28,12 @@
  * eventfd instead of waking a futex. An eventfd keeps its count until it is
  * read, so a kick that arrives before the sleeper waits is not lost.
  *
+ * The bell. A vproc whose thread computes reaps nothing until it switches.
+ * A second eventfd, registered as the ring's completion eventfd, is off
+ * (IORING_CQ_EVENTFD_DISABLED) but while the monitor says the vproc
+ * computes; then the kernel signals it at each completion, and the doorbell
+ * thread asks the vproc to look (upcall/doorbell.c).
+ *
  * Locking. ring->lock serializes the SQ, the CQ and the bookkeeping of the
  * requests (pending, parked). It is held across io_uring_submit, a system
  * call — the one exception to the spinlock rules (runtime/spinlock.h): the lock
@@ -98,6 +104,17 @@ static int ring_create(struct ito__ring *r, struct ito__vproc *vp)
         io_uring_queue_exit(&r->uring);
         return e;
     }
+    /* The bell, off until the monitor turns it on (upcall/doorbell.c). */
+    r->bell = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (r->bell < 0 || (e = -io_uring_register_eventfd(&r->uring, r->bell)) != 0) {
+        e = r->bell < 0 ? errno : e;
+        if (r->bell >= 0)
+            close(r->bell);
+        close(r->evfd);
+        io_uring_queue_exit(&r->uring);
+        return e;
+    }
+    ito__ring_bell(r, false);
     r->vp = vp;
     return 0;
 }
@@ -146,6 +163,7 @@ bool ito__rings_init(void)
             struct ito__ring *r = ito__rt.vprocs[i]->ring;
             io_uring_queue_exit(&r->uring);
             close(r->evfd);
+            close(r->bell);
             free(r);
             ito__rt.vprocs[i]->ring = NULL;
         }
@@ -170,6 +188,7 @@ void ito__rings_forked(struct ito__vproc *const *old, int n)
             continue;
         io_uring_queue_exit(&r->uring);
         close(r->evfd);
+        close(r->bell);
     }
 }
 

@@ -18,6 +18,8 @@ struct ito__ring {
     ito__spinlock lock;          /* the SQ, the CQ and every request's bookkeeping */
     struct io_uring uring;       /* lock (the kernel side needs none) */
     int evfd;                    /* eventfd that wakes the vproc sleeping on this ring */
+    int bell;                    /* eventfd the kernel signals at each completion while the
+                                    ring's bell is on (ito__ring_bell; upcall/doorbell.c) */
     bool ev_armed;               /* lock: a poll of evfd is in flight... */
     uint32_t ev_gen;             /* lock: ...with this generation (user_data) */
     struct ito__activation *ev_act; /* lock: ...submitted by this activation */
@@ -92,6 +94,20 @@ static inline bool ito__ring_waiters(struct ito__ring *ring)
 /* Reap ring's completions, making their threads ready on the caller's vproc.
  * With `try`, give up if another vproc is reaping. Returns how many threads
  * were made ready. */
+/* The ring's bell: while on, the kernel signals ring->bell at each
+ * completion it posts (off at start). One writer: the monitor. */
+static inline void ito__ring_bell(struct ito__ring *ring, bool on)
+{
+    /* The kernel only reads the CQ's flags; only this bit is defined. */
+    if (on)
+        __atomic_fetch_and(ring->uring.cq.kflags, ~(unsigned)IORING_CQ_EVENTFD_DISABLED, __ATOMIC_RELAXED);
+    else
+        __atomic_fetch_or(ring->uring.cq.kflags, (unsigned)IORING_CQ_EVENTFD_DISABLED, __ATOMIC_RELAXED);
+}
+static inline bool ito__ring_bell_on(struct ito__ring *ring)
+{
+    return !(__atomic_load_n(ring->uring.cq.kflags, __ATOMIC_RELAXED) & IORING_CQ_EVENTFD_DISABLED);
+}
 unsigned ito__ring_reap(struct ito__ring *ring, bool try);
 /* The idle vproc vp sleeps until a completion arrives on its ring, someone
  * kicks it (ito__ring_kick), or CLOCK_MONOTONIC reaches deadline (0: none).

@@ -112,6 +112,11 @@ void ito__switch_out(struct ito__thread *cur);
  * For a timer overdue or threads waiting from outside while every vproc
  * computes. Callable from anywhere, foreign kernel threads included. */
 void ito__vproc_look(struct ito__vproc *vp);
+/* Send that request's signal again, if it (or a request to give way) is
+ * still pending on busy vp: the first found the thread where it could not
+ * be switched out (preempt.c: a register that may hold a TLS address is
+ * given one tick), and what the look made ready waits for it. */
+void ito__vproc_look_again(struct ito__vproc *vp);
 /* The vproc of [lo, hi) whose running thread is the least urgent of those
  * less urgent than `below` (ITO_PRIO_MAX + 1: any), among the vprocs
  * `eligible` accepts (NULL: all); -1 if none (runtime/policy_helpers.c). */

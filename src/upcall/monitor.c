@@ -67,10 +67,11 @@
  * completions left that long unreaped on its ring, or threads in the global
  * queue while no vproc is idle (then the vproc running the least urgent
  * thread), make it ask that vproc to look (ito__vproc_look: the poke).
- * Completions ring no doorbell here: while threads wait on the ring of a
- * vproc that picked few threads since the last scan, the monitor looks
- * every ITO__LOOK_IO_NS (a thread woken at each park cost an echo server 8%
- * of its throughput). Its sleeps end by the time the next deadline
+ * While a vproc picks fewer than 32 threads a millisecond and its carrier runs,
+ * the monitor keeps the ring's bell on (upcall/doorbell.c: a completion is
+ * then looked at when it comes; a bell at each park cost an echo server 8%
+ * of its throughput), and while threads wait on that ring it looks every
+ * ITO__LOOK_IO_NS besides (a completion that came before the bell). Its sleeps end by the time the next deadline
  * would be that late, and a timer armed earlier than the end of a sleep
  * wakes it (ito__carrier_timer_armed, a Dekker pair like the one below: it
  * stores monitor_until, fences and reads the heaps; arm publishes the
@@ -155,6 +156,11 @@ struct watch {
      * look at its ring (sched.c: periodic, every 32 picks): completions
      * may wait there until its thread ends. */
     bool few_picks;
+    /* ... fewer than that per ITO__LOOK_IO_NS, however long ago the last
+     * scan was: a vproc that picks so rarely leaves completions for
+     * milliseconds (the ring's bell: upcall/doorbell.c). */
+    bool slow_picks;
+    unsigned still_scans;   /* scans in a row that found its carrier had not run */
     uint64_t inbox_since;   /* threads seen in its inbox while it ran one since then (0: none) */
     uint64_t cq_since;      /* completions seen unreaped on its ring since then (0: none)... */
     unsigned cq_head;       /* ...the ring's CQ head then (it reaps: it moves) */
@@ -257,7 +263,7 @@ static bool watch_stall(struct ito__vproc *vp, struct watch *w, uintptr_t mark, 
         atomic_load_explicit(&vp->run_state, memory_order_relaxed) != ITO__VP_BUSY ||
         !ito__carrier_cpu_time(carrier, &cpu)) {
         w->still_since = 0;   /* not a candidate */
-        w->ran = w->few_picks = false;
+        w->ran = w->few_picks = w->slow_picks = false;
         w->pick_since = 0;
         return false;
     }
@@ -270,8 +276,9 @@ static bool watch_stall(struct ito__vproc *vp, struct watch *w, uintptr_t mark, 
         w->pick_since = now;
     else if (ticks != w->ticks)
         w->pick_since = w->seen_at;
-    w->seen_at = now;
     w->few_picks = ticks - w->ticks < 32;
+    w->slow_picks = w->still_since && (ticks - w->ticks) * ITO__LOOK_IO_NS < 32 * (now - w->seen_at);
+    w->seen_at = now;
     if (!w->still_since || carrier != w->carrier || ticks != w->ticks || cpu != w->cpu_ns) {
         /* It picked a thread or ran since the last look (a thread computing
          * through its slice is preempt.c's business): a new window opens
@@ -345,6 +352,8 @@ static uint64_t look_late(uint64_t now)
         struct watch *w = &watches[i];
         if (atomic_load_explicit(&vp->run_state, memory_order_relaxed) != ITO__VP_BUSY) {
             w->inbox_since = w->cq_since = 0;
+            if (vp->ring && ito__ring_bell_on(vp->ring))
+                ito__ring_bell(vp->ring, false);   /* idle: it sleeps on its ring */
             continue;
         }
         /* Only a carrier that ran since the last scan computes: one asleep
@@ -376,6 +385,17 @@ static uint64_t look_late(uint64_t now)
         }
         if (ring && w->few_picks && ito__ring_waiters(ring) && now + ITO__LOOK_IO_NS < due)
             due = now + ITO__LOOK_IO_NS;
+        /* The bell (upcall/doorbell.c): on while the vproc's thread
+         * computes, so that a completion is looked at when it comes, not at
+         * the next of these looks — whether or not threads wait on the ring
+         * now: one that parks between two scans would find it off. Off
+         * once two scans in a row found the carrier had not run (asleep in
+         * the kernel: a stall), not one: on a loaded machine the kernel
+         * leaves a computing carrier waiting for a CPU now and then. */
+        w->still_scans = computing ? 0 : w->still_scans + 1;
+        bool bell = ring && w->slow_picks && w->still_scans < 2;
+        if (ring && bell != ito__ring_bell_on(ring))
+            ito__ring_bell(ring, bell);
         if (next == UINT64_MAX && !w->cq_since)
             continue;
         /* Its running thread may pick soon and see to it: look once it is
@@ -519,7 +539,7 @@ static void *monitor_main(void *arg)
                 acted |= watch_stall(vp, w, mark, now, &stall_due);
                 continue;
             }
-            w->ran = w->few_picks = false;   /* in a bracketed call */
+            w->ran = w->few_picks = w->slow_picks = false;   /* in a bracketed call */
             w->pick_since = 0;
             uint64_t calls = atomic_load_explicit(&vp->kcalls, memory_order_relaxed);
             if (!w->since || w->kcalls != calls) {

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* The monitor's scheduling priority (upcall/monitor.c): where the process
  * may use real-time priorities, the monitor runs at SCHED_FIFO 1, so that it
- * runs as soon as it wakes; every other kernel thread of ito's — the
+ * runs as soon as it wakes (the doorbell too: upcall/doorbell.c); every
+ * other kernel thread of ito's — the
  * activations the monitor starts for hand-offs included — keeps the policy
  * of the thread that started ito. With ITO_MONITOR_RT=0 the monitor keeps
  * it too (monitor_priority_off). Where the process may not (no privilege, no
@@ -79,6 +80,13 @@ static int check_threads(bool monitor_rt)
          * names itself, and runs under the normal policy. */
         if (!strcmp(name, "ito-monitor") && pol == (monitor_rt ? SCHED_FIFO : SCHED_OTHER)) {
             monitors++;
+        } else if (!strcmp(name, "ito-doorbell")) {
+            /* The doorbell (upcall/doorbell.c) raises itself likewise; it
+             * may not have done so yet. */
+            if (!monitor_rt && pol != SCHED_OTHER) {
+                fprintf(stderr, "monitor_priority: %s (%d) runs under policy %d\n", name, tid, pol);
+                abort();
+            }
         } else {
             activations += !strcmp(name, "ito-activation");
             if (pol != SCHED_OTHER) {
