@@ -80,12 +80,11 @@
 #include "common.h"
 
 #include <semaphore.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
-#include <sys/time.h>
 
+#include "cpu_timer_tick.h"
 #include "wakeup_harness.h"
 
 /* -------------------------------------------------------- mode urgent */
@@ -654,33 +653,6 @@ static void *rr_thread(void *arg)
     return NULL;
 }
 
-/* How often the kernel looks at CPU-time timers (its tick), which ito's
- * slices are whole multiples of: a profiling timer of 100 us is signalled
- * once per look while this thread computes for 50 ms. */
-static volatile sig_atomic_t prof_signals;
-static void on_prof(int sig) { (void)sig; prof_signals++; }
-
-static double cpu_timer_tick_ms(void)
-{
-    struct sigaction sa, old;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_prof;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGPROF, &sa, &old);
-    struct itimerval it = { { 0, 100 }, { 0, 100 } }, off = { { 0, 0 }, { 0, 0 } };
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    double c0 = (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6, c1 = c0;
-    setitimer(ITIMER_PROF, &it, NULL);
-    while (c1 - c0 < 50) {
-        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-        c1 = (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-    }
-    setitimer(ITIMER_PROF, &off, NULL);
-    sigaction(SIGPROF, &old, NULL);
-    return prof_signals ? (c1 - c0) / prof_signals : 0;
-}
-
 static void mode_rr(int argc, char **argv)
 {
     int n = (int)arg_int(argc, argv, "--threads", 4);
@@ -691,7 +663,7 @@ static void mode_rr(int argc, char **argv)
     lat_cap = 1000000;
     lat = xmalloc((size_t)lat_cap * sizeof *lat);
     cpu_ns = xmalloc((size_t)n * sizeof *cpu_ns);
-    double tick_ms = cpu_timer_tick_ms();
+    double tick_ms = cpu_timer_tick_ms(50);
     ncpus = 1;
     if (use_ito)
         ito_start(1);

@@ -10,14 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <signal.h>
 #include <sys/syscall.h>
-#include <sys/time.h>
 #include <unistd.h>
 
 #include <ito.h>
 
 #include "common.h"
+#include "cpu_timer_tick.h"
 
 static _Atomic bool stop;
 static volatile uint64_t spins[2];
@@ -35,13 +34,6 @@ static void *busy(void *arg)
     return NULL;
 }
 
-static uint64_t process_cpu_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* The CPU time of the vproc's kernel thread (its scheduler's statistics:
  * the monitor and main are not counted). */
 static uint64_t vproc_cpu_ns(void)
@@ -54,29 +46,6 @@ static uint64_t vproc_cpu_ns(void)
     CHECK(fscanf(f, "%llu", &ns) == 1);
     fclose(f);
     return ns;
-}
-
-/* How often the kernel looks at CPU-time timers (its tick, HZ): a profiling
- * timer of 100 us is signalled once per look, while this thread computes
- * for 100 ms. Before ito starts. */
-static volatile sig_atomic_t prof_signals;
-static void on_prof(int sig) { (void)sig; prof_signals++; }
-
-static long cpu_timer_hz(void)
-{
-    struct sigaction sa, old;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_prof;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGPROF, &sa, &old);
-    struct itimerval it = { { 0, 100 }, { 0, 100 } }, off = { { 0, 0 }, { 0, 0 } };
-    uint64_t c0 = process_cpu_ns();
-    setitimer(ITIMER_PROF, &it, NULL);
-    while (process_cpu_ns() - c0 < 100000000u)
-        ;
-    setitimer(ITIMER_PROF, &off, NULL);
-    sigaction(SIGPROF, &old, NULL);
-    return (long)((double)prof_signals * 1e9 / (double)(process_cpu_ns() - c0) + 0.5);
 }
 
 /* Four threads that compute on one vproc: the mean slice, in the vproc's
@@ -185,12 +154,14 @@ static void off(void)
 
 int main(void)
 {
-    long hz = cpu_timer_hz();
+    const char *slice = getenv("ITO_TIMESLICE_US");
+    bool slices_off = slice && !strcmp(slice, "0");
+    double tick_ms = slices_off ? 0 : cpu_timer_tick_ms(100);   /* before ito starts */
+    long hz = tick_ms > 0 ? (long)(1000.0 / tick_ms + 0.5) : 0;
     ito_config_t cfg = ITO_CONFIG_INIT;
     cfg.vprocs = 1;
     OK(ito_init(&cfg));
-    const char *slice = getenv("ITO_TIMESLICE_US");
-    if (slice && !strcmp(slice, "0"))
+    if (slices_off)
         off();
     else
         fair(hz);
