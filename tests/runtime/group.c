@@ -322,15 +322,28 @@ static void *sleeper(void *arg)
     return NULL;
 }
 
+/* A woken sleeper resumes on its vproc, at least 9 times in 10. On a
+ * machine that other work keeps busy, a vproc's kernel thread may not get
+ * its CPU for a while, and then the idle one rightly takes its thread (the
+ * part failed so twice in full `make test` runs, never alone): a round like
+ * that is run again, up to 3 rounds; a policy that moves its threads fails
+ * every one. */
 static void part_same_vproc(void)
 {
-    ito_thread_t t[2];
-    for (int i = 0; i < 2; i++)
-        OK(ito_spawn(&t[i], NULL, sleeper, NULL));
-    for (int i = 0; i < 2; i++)
-        OK(ito_join(t[i], NULL));
-    printf("same vproc: %ld of %ld wake-ups resumed elsewhere\n", atomic_load(&moved), atomic_load(&wakes));
-    CHECK(atomic_load(&moved) * 10 <= atomic_load(&wakes));
+    for (int round = 1;; round++) {
+        atomic_store(&wakes, 0);
+        atomic_store(&moved, 0);
+        ito_thread_t t[2];
+        for (int i = 0; i < 2; i++)
+            OK(ito_spawn(&t[i], NULL, sleeper, NULL));
+        for (int i = 0; i < 2; i++)
+            OK(ito_join(t[i], NULL));
+        printf("same vproc: %ld of %ld wake-ups resumed elsewhere (round %d)\n", atomic_load(&moved),
+               atomic_load(&wakes), round);
+        if (atomic_load(&moved) * 10 <= atomic_load(&wakes))
+            return;
+        CHECK(round < 3);
+    }
 }
 
 /* ------------------------------------------------------- backlog (affinity) */
