@@ -35,7 +35,9 @@
  * posix.io_poll's "timed waits ignore other threads" saw epoll_wait return
  * EINTR in about 1 run of 30 (0 of 40 without), though the bell pokes only
  * a carrier the kernel says is not asleep (the thread may enter its wait
- * right after). There the monitor's look remains.
+ * right after): the face then found a signal meant for another thread
+ * pending on the kernel thread, and took it for the waiter's
+ * (docs/reliability.md). There the monitor's look remains.
  *
  * Rejected: the monitor polling the bells itself (it sleeps on a futex that
  * every blocking call may wake; a poll would need an eventfd write per
