@@ -33,8 +33,8 @@
  * then ends the wait as it begins, as pselect's mask does), waits, and
  * after an EINTR waits again for the time left unless a handler of the
  * program's is due: a signal sent to the thread that it accepts (ito's:
- * sig_pending), or one the kernel keeps that it accepts (rt_sigpending,
- * less those ignored). Then, its mask back, the kernel runs the handlers of
+ * sig_pending), or one the kernel keeps for the process that it accepts
+ * (ShdPnd, less those ignored). Then, its mask back, the kernel runs the handlers of
  * those it keeps, the call raises the thread's own, and returns EINTR. The
  * program's signals end the wait by the two roads the rest of the POSIX
  * face has:
@@ -60,8 +60,11 @@
  * waited here, every switch compares masks (runtime/sigmask.h).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -120,14 +123,34 @@ static void block_all(void)
     while (!blocks_all());
 }
 
+/* The signals the kernel keeps for the process (not for one of its kernel
+ * threads): /proc/thread-self/status's ShdPnd. All it keeps (rt_sigpending)
+ * where that cannot be read. */
+static uint64_t kept_for_process(void)
+{
+    uint64_t all = 0;
+    syscall(SYS_rt_sigpending, &all, sizeof all);
+    char buf[2048];
+    int fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/thread-self/status", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return all;
+    ssize_t n = syscall(SYS_read, fd, buf, sizeof buf - 1);
+    syscall(SYS_close, fd);
+    buf[n > 0 ? n : 0] = '\0';
+    const char *shd = strstr(buf, "\nShdPnd:");
+    return shd ? all & strtoull(shd + 8, NULL, 16) : all;
+}
+
 /* A handler of the program's is due on the thread t: a signal that the
- * kernel keeps (for this kernel thread or the process) and t accepts, not
- * ignored. One only ignored is discarded (it stays while blocked). */
+ * kernel keeps for the process and t accepts, not ignored. One only ignored
+ * is discarded (it stays while blocked). Not one kept for this kernel
+ * thread alone: that is another thread's, raised for it here while this
+ * kernel thread blocked it (a thread switched out inside its own handler of
+ * that signal leaves its kernel thread blocking it; posix.io_poll's timed
+ * waits saw SIGUSR1, sent to another thread, end theirs with EINTR). */
 static bool handler_due(struct ito__thread *t)
 {
-    uint64_t kept = 0;
-    syscall(SYS_rt_sigpending, &kept, sizeof kept);
-    kept &= ~ito__sigmask_of(t) & inside();
+    uint64_t kept = kept_for_process() & ~ito__sigmask_of(t) & inside();
     for (uint64_t k = kept; k; k &= k - 1)
         if (!ito__posix_signal_ignored(__builtin_ctzll(k) + 1))
             return true;

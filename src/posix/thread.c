@@ -240,7 +240,6 @@ static void posix_init_once(void)
     ito__tcb_adopt(&main_thread);
     ito__hooks.tp_new = hook_tp_new;
     ito__hooks.tp_done = hook_tp_done;
-    ito__rt.kernel_waits = true;
     ito__posix_fork_init();
 }
 

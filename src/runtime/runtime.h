@@ -53,11 +53,6 @@ struct ito__runtime {
     ito__spinlock spare_lock ITO_ALIGNED_CACHELINE;
     struct ito__activation *spares;       /* spare_lock: parked, without a vproc */
     int nspares;                          /* spare_lock */
-    /* The POSIX face's threads wait in the kernel (epoll_wait: posix/
-     * kernel_wait.c), where a poke ends the wait with an EINTR that face
-     * must tell from the program's: no doorbell (upcall/doorbell.c). Set
-     * before ito starts. */
-    bool kernel_waits;
     _Atomic uint32_t monitor_asleep ITO_ALIGNED_CACHELINE; /* futex word of the monitor */
     _Atomic uint64_t monitor_until;     /* the monitor sleeps until then (0: awake; monitor.c) */
 

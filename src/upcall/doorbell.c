@@ -28,16 +28,9 @@
  * The monitor's millisecond look stays: a completion posted before the bell
  * was on, or while it is off, is found there.
  *
- * Not in a program run through the POSIX face (ito__rt.kernel_waits): its
- * event loops wait in the kernel (epoll_wait: posix/kernel_wait.c), and a
- * poke that lands in such a wait ends it with an EINTR the face must tell
- * from the program's. It waits again after most, but with the bell
- * posix.io_poll's "timed waits ignore other threads" saw epoll_wait return
- * EINTR in about 1 run of 30 (0 of 40 without), though the bell pokes only
- * a carrier the kernel says is not asleep (the thread may enter its wait
- * right after): the face then found a signal meant for another thread
- * pending on the kernel thread, and took it for the waiter's
- * (docs/reliability.md). There the monitor's look remains.
+ * In a program run through the POSIX face, a poke may land in an event
+ * loop's epoll_wait, a wait in the kernel there: posix/kernel_wait.c waits
+ * again after such an EINTR of ito's.
  *
  * Rejected: the monitor polling the bells itself (it sleeps on a futex that
  * every blocking call may wake; a poll would need an eventfd write per
@@ -143,7 +136,7 @@ static void *doorbell_main(void *arg)
 
 int ito__doorbell_init(void)
 {
-    if (!ito__rt.activations || !ito__rings_on || ito__rt.kernel_waits)
+    if (!ito__rt.activations || !ito__rings_on)
         return 0;
     free(bells);   /* the child of fork starts one again, with its own rings */
     free(poked);
