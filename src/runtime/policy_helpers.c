@@ -156,29 +156,32 @@ ITO_API void ito_policy_preempt(int index)
             ito__arch_critical_or(ITO__CRITICAL_ATTENTION);
         }
     } else if (atomic_load_explicit(&vp->run_state, memory_order_relaxed) == ITO__VP_BUSY) {
-        uintptr_t ks = atomic_load_explicit(&vp->kstate, memory_order_acquire);
-        struct ito__activation *c = ito__ks_carrier(ks);
         /* Release pairs with the tick handler's acquire load (upcall/preempt.c).
          * Only the first request signals; the owner clears the flag when it
          * picks. */
-        pid_t tid = c ? ito__activation_tid(c) : 0;
-        if ((ks & ITO__KS_MASK) == ITO__KS_RUN && tid &&
-            !atomic_exchange_explicit(&vp->displace, true, memory_order_release))
+        pid_t tid = ito__vproc_carrier_tid(vp);
+        if (tid && !atomic_exchange_explicit(&vp->displace, true, memory_order_release))
             ito__carrier_poke(tid);
     }
     ito__critical_exit();
+}
+
+pid_t ito__vproc_carrier_tid(struct ito__vproc *vp)
+{
+    /* Acquire pairs with the carrier's release store when it took vp
+     * (activation.c): the carrier's fields. */
+    uintptr_t ks = atomic_load_explicit(&vp->kstate, memory_order_acquire);
+    struct ito__activation *c = ito__ks_carrier(ks);
+    return (ks & ITO__KS_MASK) == ITO__KS_RUN && c ? ito__activation_tid(c) : 0;
 }
 
 void ito__vproc_look_again(struct ito__vproc *vp)
 {
     if (atomic_load_explicit(&vp->run_state, memory_order_relaxed) != ITO__VP_BUSY)
         return;
-    uintptr_t ks = atomic_load_explicit(&vp->kstate, memory_order_acquire);
-    struct ito__activation *c = ito__ks_carrier(ks);
-    pid_t tid = c ? ito__activation_tid(c) : 0;
-    if ((ks & ITO__KS_MASK) == ITO__KS_RUN && tid &&
-        (atomic_load_explicit(&vp->look, memory_order_relaxed) ||
-         atomic_load_explicit(&vp->displace, memory_order_relaxed)))
+    pid_t tid = ito__vproc_carrier_tid(vp);
+    if (tid && (atomic_load_explicit(&vp->look, memory_order_relaxed) ||
+                atomic_load_explicit(&vp->displace, memory_order_relaxed)))
         ito__carrier_poke(tid);
 }
 
@@ -186,12 +189,10 @@ void ito__vproc_look(struct ito__vproc *vp)
 {
     if (atomic_load_explicit(&vp->run_state, memory_order_relaxed) != ITO__VP_BUSY)
         return;   /* idle: it runs its timers and the global queue anyway */
-    uintptr_t ks = atomic_load_explicit(&vp->kstate, memory_order_acquire);
-    struct ito__activation *c = ito__ks_carrier(ks);
-    pid_t tid = c ? ito__activation_tid(c) : 0;
     /* Only the first request signals; the owner clears the flag when it
      * does its periodic work (sched.c). A vproc whose carrier is in a
      * bracketed call is the monitor's to hand off when work waits for it. */
-    if ((ks & ITO__KS_MASK) == ITO__KS_RUN && tid && !atomic_exchange_explicit(&vp->look, true, memory_order_relaxed))
+    pid_t tid = ito__vproc_carrier_tid(vp);
+    if (tid && !atomic_exchange_explicit(&vp->look, true, memory_order_relaxed))
         ito__carrier_poke(tid);
 }

@@ -91,9 +91,6 @@ static inline bool ito__ring_waiters(struct ito__ring *ring)
 {
     return __atomic_load_n(&ring->parked, __ATOMIC_RELAXED) != 0;
 }
-/* Reap ring's completions, making their threads ready on the caller's vproc.
- * With `try`, give up if another vproc is reaping. Returns how many threads
- * were made ready. */
 /* The ring's bell: while on, the kernel signals ring->bell at each
  * completion it posts (off at start). One writer: the monitor. */
 static inline void ito__ring_bell(struct ito__ring *ring, bool on)
@@ -108,6 +105,9 @@ static inline bool ito__ring_bell_on(struct ito__ring *ring)
 {
     return !(__atomic_load_n(ring->uring.cq.kflags, __ATOMIC_RELAXED) & IORING_CQ_EVENTFD_DISABLED);
 }
+/* Reap ring's completions, making their threads ready on the caller's vproc.
+ * With `try`, give up if another vproc is reaping. Returns how many threads
+ * were made ready. */
 unsigned ito__ring_reap(struct ito__ring *ring, bool try);
 /* The idle vproc vp sleeps until a completion arrives on its ring, someone
  * kicks it (ito__ring_kick), or CLOCK_MONOTONIC reaches deadline (0: none).

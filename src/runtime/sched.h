@@ -117,6 +117,9 @@ void ito__vproc_look(struct ito__vproc *vp);
  * be switched out (preempt.c: a register that may hold a TLS address is
  * given one tick), and what the look made ready waits for it. */
 void ito__vproc_look_again(struct ito__vproc *vp);
+/* The kernel thread that carries vp's running thread, if it runs it (not
+ * in a bracketed call, not handing it on); 0 otherwise. */
+pid_t ito__vproc_carrier_tid(struct ito__vproc *vp);
 /* The vproc of [lo, hi) whose running thread is the least urgent of those
  * less urgent than `below` (ITO_PRIO_MAX + 1: any), among the vprocs
  * `eligible` accepts (NULL: all); -1 if none (runtime/policy_helpers.c). */

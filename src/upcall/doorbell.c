@@ -53,11 +53,9 @@
 #include "base/kthread.h"
 #include "base/libc.h"
 #include "base/procstat.h"
-#include "runtime/carrier.h"
 #include "runtime/ring.h"
 #include "runtime/runtime.h"
 #include "runtime/sched.h"
-#include "runtime/vproc.h"
 
 /* A poked vproc that has not picked since is poked again this often, at
  * most this many times (then its next tick sees to it). */
@@ -75,8 +73,7 @@ static struct poked *poked;
  * kernel? Asked of the kernel (/proc: a few microseconds, once a ring). */
 static bool carrier_runs(struct ito__vproc *vp)
 {
-    struct ito__activation *c = ito__ks_carrier(atomic_load_explicit(&vp->kstate, memory_order_acquire));
-    pid_t tid = c ? ito__activation_tid(c) : 0;
+    pid_t tid = ito__vproc_carrier_tid(vp);
     return tid && !ito__procstat_asleep(tid);
 }
 

@@ -67,12 +67,12 @@
  * completions left that long unreaped on its ring, or threads in the global
  * queue while no vproc is idle (then the vproc running the least urgent
  * thread), make it ask that vproc to look (ito__vproc_look: the poke).
- * While a vproc picks fewer than 32 threads a millisecond and its carrier runs,
- * the monitor keeps the ring's bell on (upcall/doorbell.c: a completion is
- * then looked at when it comes; a bell at each park cost an echo server 8%
- * of its throughput), and while threads wait on that ring it looks every
- * ITO__LOOK_IO_NS besides (a completion that came before the bell). Its sleeps end by the time the next deadline
- * would be that late, and a timer armed earlier than the end of a sleep
+ * While a vproc picks fewer than 32 threads a millisecond and its carrier
+ * runs, the monitor keeps the ring's bell on (upcall/doorbell.c: a
+ * completion is then looked at when it comes; a bell at each park cost an
+ * echo server 8% of its throughput), and while threads wait on that ring it
+ * looks every ITO__LOOK_IO_NS besides (a completion that came before the
+ * bell). Its sleeps end by the time the next deadline would be that late, and a timer armed earlier than the end of a sleep
  * wakes it (ito__carrier_timer_armed, a Dekker pair like the one below: it
  * stores monitor_until, fences and reads the heaps; arm publishes the
  * deadline, fences and reads monitor_until).
@@ -392,7 +392,7 @@ static uint64_t look_late(uint64_t now)
          * once two scans in a row found the carrier had not run (asleep in
          * the kernel: a stall), not one: on a loaded machine the kernel
          * leaves a computing carrier waiting for a CPU now and then. */
-        w->still_scans = computing ? 0 : w->still_scans + 1;
+        w->still_scans = computing ? 0 : w->still_scans < 2 ? w->still_scans + 1 : 2;
         bool bell = ring && w->slow_picks && w->still_scans < 2;
         if (ring && bell != ito__ring_bell_on(ring))
             ito__ring_bell(ring, bell);

@@ -514,9 +514,7 @@ void ito__preempt_start_self(struct ito__activation *a)
         return;
     }
     struct itimerspec its;
-    uint64_t period_ns = ito__rt.timeslice_ns / ITO__SLICE_PERIODS;
-    if (period_ns == 0)
-        period_ns = 1;
+    uint64_t period_ns = ito__rt.timeslice_ns / ITO__SLICE_PERIODS;   /* (a slice is 1 us at least) */
     its.it_value.tv_sec = (time_t)(period_ns / 1000000000u);
     its.it_value.tv_nsec = (long)(period_ns % 1000000000u);
     its.it_interval = its.it_value;

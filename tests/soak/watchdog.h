@@ -30,17 +30,24 @@ static uint64_t seed0;   /* SOAK_SEED: mixed into every thread's own seed */
 
 static void figures(FILE *f);
 
+/* "soak: KIND (policy P): <message>", then the figures so far. */
+static void report(const char *kind, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
+static void report(const char *kind, const char *fmt, va_list ap)
+{
+    fprintf(stderr, "soak: %s (policy %s): ", kind, ito_policy_name());
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    figures(stderr);
+    fflush(stderr);
+}
+
 static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 static void fail(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "soak: FAILED (policy %s): ", ito_policy_name());
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n");
+    report("FAILED", fmt, ap);
     va_end(ap);
-    figures(stderr);
-    fflush(stderr);
     abort();
 }
 
@@ -56,12 +63,8 @@ static void stalled(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "soak: STALL (policy %s): ", ito_policy_name());
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n");
+    report("STALL", fmt, ap);
     va_end(ap);
-    figures(stderr);
-    fflush(stderr);
     if (dump_sig) {   /* where every thread is, then give the dump a second */
         kill(getpid(), dump_sig);
         struct timespec one = { 1, 0 };
